@@ -1,0 +1,261 @@
+"""Segmentation methods compared by the quality benchmark.
+
+Every method is a function ``(image, scribbles) -> labels``: ``image`` float in [0, 1],
+(H, W, 3) or (H, W); ``scribbles`` int (H, W), 0 = unlabelled, 1..k = label ids; ``labels``
+int (H, W) in the scribbles' ids. :func:`registry` wraps them as :class:`Method` objects; a
+method may also hold per-image state (segapp's :class:`segapp.Session`, warm-started between
+strokes as in the app) through :meth:`Method.start`.
+
+Methods
+-------
+``fastge``, ``fastge_c8``, ``fastge_grey``
+    segapp FAST-GE with default options, with ``connectivity=8``, with ``color=False``.
+``ncut``
+    segapp's unconstrained normalized cut on the same graph (clusters matched to labels by
+    the Hungarian method inside segapp).
+``rw``, ``rw_tuned``
+    :func:`skimage.segmentation.random_walker`, ``mode='cg_mg'`` (pyamg), ``beta=130`` and a
+    beta chosen on the dev set (:mod:`benchmarks.quality` ``--rw-beta`` / tuning).
+``watershed``
+    :func:`skimage.segmentation.watershed` of the Sobel gradient magnitude of the grey image
+    with the strokes as markers.
+``grabcut``
+    ``cv2.grabCut`` in mask mode (binary only; optional, needs ``opencv-python-headless``):
+    stroke pixels are ``GC_BGD`` (label 1) / ``GC_FGD`` (label 2), every other pixel is
+    ``GC_PR_FGD`` if it is closer (Euclidean) to a foreground stroke than to a background
+    stroke and ``GC_PR_BGD`` otherwise (a nearest-stroke prior: with an all-``PR_BGD`` start
+    the foreground model would only see the stroke pixels); 5 iterations.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable
+
+import numpy as np
+from scipy import ndimage as ndi
+
+Labeller = Callable[[np.ndarray], np.ndarray]
+
+#: scikit-image's default random-walker beta.
+RW_DEFAULT_BETA = 130.0
+
+
+def _grey(image: np.ndarray) -> np.ndarray:
+    if image.ndim == 2:
+        return image
+    from skimage.color import rgb2gray
+    return rgb2gray(image)
+
+
+# -- plain functions -------------------------------------------------------------------------
+def random_walker_labels(image: np.ndarray, scribbles: np.ndarray,
+                         beta: float = RW_DEFAULT_BETA) -> np.ndarray:
+    """scikit-image random walker (``cg_mg``) with the strokes as seeds."""
+    from skimage.segmentation import random_walker
+    axis = -1 if image.ndim == 3 else None
+    with warnings.catch_warnings():
+        # "probability range outside [0, 1]" is a tolerance note, not an error.
+        warnings.simplefilter("ignore")
+        out = random_walker(image, scribbles, beta=beta, mode="cg_mg", channel_axis=axis)
+    return np.asarray(out, dtype=np.int32)
+
+
+def watershed_labels(image: np.ndarray, scribbles: np.ndarray) -> np.ndarray:
+    """Marker watershed of the Sobel gradient of the grey image."""
+    from skimage.filters import sobel
+    from skimage.segmentation import watershed
+    return np.asarray(watershed(sobel(_grey(image)), markers=scribbles), dtype=np.int32)
+
+
+def grabcut_labels(image: np.ndarray, scribbles: np.ndarray, iterations: int = 5) -> np.ndarray:
+    """OpenCV GrabCut initialised from the strokes (binary: ids 1 = bg, 2 = fg)."""
+    import cv2
+    ids = np.unique(scribbles[scribbles > 0])
+    if not set(ids.tolist()) <= {1, 2}:
+        raise ValueError("grabcut is binary: scribbles must use ids 1 (bg) and 2 (fg)")
+    d_bg = ndi.distance_transform_edt(scribbles != 1)
+    d_fg = ndi.distance_transform_edt(scribbles != 2)
+    mask = np.where(d_fg < d_bg, cv2.GC_PR_FGD, cv2.GC_PR_BGD).astype(np.uint8)
+    mask[scribbles == 1] = cv2.GC_BGD
+    mask[scribbles == 2] = cv2.GC_FGD
+    rgb = image if image.ndim == 3 else np.repeat(image[:, :, None], 3, axis=2)
+    bgr = np.ascontiguousarray((np.clip(rgb, 0, 1) * 255 + 0.5).astype(np.uint8)[:, :, ::-1])
+    bgd = np.zeros((1, 65), np.float64)
+    fgd = np.zeros((1, 65), np.float64)
+    cv2.grabCut(bgr, mask, None, bgd, fgd, iterations, cv2.GC_INIT_WITH_MASK)
+    fg = (mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD)
+    return np.where(fg, 2, 1).astype(np.int32)
+
+
+def segapp_labels(image: np.ndarray, scribbles: np.ndarray, method: str = "fastge",
+                  **options: Any) -> np.ndarray:
+    """One-shot ``segapp.segment`` (a fresh session per call)."""
+    import segapp
+    return np.asarray(segapp.segment(image, scribbles, method=method, **options).labels)
+
+
+# -- registry --------------------------------------------------------------------------------
+@dataclass
+class Method:
+    """A compared method.
+
+    Attributes
+    ----------
+    name : str
+        Short name used on the command line and in tables.
+    description : str
+        One line for the report.
+    fn : callable
+        ``(image, scribbles) -> labels``.
+    binary_only : bool
+        Only run on two-label (GrabCut) images.
+    session : callable, optional
+        ``image -> (scribbles -> labels)``: per-image state kept across strokes.
+    """
+
+    name: str
+    description: str
+    fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    binary_only: bool = False
+    session: Callable[[np.ndarray], Labeller] | None = field(default=None, repr=False)
+
+    def start(self, image: np.ndarray) -> Labeller:
+        """Labeller for one image (stateful when the method has a session)."""
+        if self.session is not None:
+            return self.session(image)
+        return partial(self.fn, image)
+
+
+def _segapp_session(image: np.ndarray, method: str, options: dict[str, Any]) -> Labeller:
+    """A segapp Session per image: later strokes are warm-started, as in the app.
+
+    The session is created on the first call so that its set-up time (graph, AMG) is charged
+    to the first stroke, as in ``segapp.segment``.
+    """
+    import segapp
+    state: dict[str, Any] = {}
+
+    def run(scribbles: np.ndarray) -> np.ndarray:
+        if "sess" not in state:
+            state["sess"] = segapp.Session(image, method=method, **options)
+        return np.asarray(state["sess"].update(scribbles).labels)
+    return run
+
+
+def segapp_available() -> tuple[bool, str]:
+    """Whether ``segapp.segment`` can be imported (the engine may not have landed yet)."""
+    try:
+        import segapp
+        segapp.segment  # noqa: B018
+    except Exception as exc:  # ImportError, AttributeError, anything half-written
+        return False, f"segapp.segment not importable: {type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def probe_segapp(method: str, options: dict[str, Any]) -> str | None:
+    """Try a method/options pair on a tiny synthetic image; a note if the engine rejects it."""
+    import segapp
+    from segapp.errors import InvalidInputError
+    img = np.zeros((24, 32, 3), np.float32)
+    img[:, 16:] = 0.8
+    s = np.zeros((24, 32), np.int32)
+    s[12, 3:8] = 1
+    s[12, 24:29] = 2
+    try:
+        segapp.segment(img, s, method=method, **options)
+    except (InvalidInputError, TypeError) as exc:
+        return f"skipped: segapp rejects method={method!r} {options}: {exc}"
+    except Exception as exc:  # a solver hiccup on the probe is not a rejection
+        return None if type(exc).__name__ == "SolverError" else f"skipped: {exc!r}"
+    return None
+
+
+def cv2_available() -> tuple[bool, str]:
+    try:
+        import cv2
+        cv2.grabCut  # noqa: B018
+    except Exception as exc:
+        return False, (f"cv2 not importable ({type(exc).__name__}); install the optional "
+                       "extra opencv-python-headless to benchmark GrabCut")
+    return True, ""
+
+
+SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "fastge": ("fastge", {}, "segapp FAST-GE, default options"),
+    "fastge_c8": ("fastge", {"connectivity": 8}, "segapp FAST-GE, connectivity=8"),
+    "fastge_grey": ("fastge", {"color": False}, "segapp FAST-GE, grey graph (color=False)"),
+    "ncut": ("ncut", {}, "segapp unconstrained normalized cut, Hungarian-matched"),
+}
+
+ALL_METHODS = ("fastge", "fastge_c8", "fastge_grey", "ncut", "rw", "rw_tuned", "watershed",
+               "grabcut")
+
+
+def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | None = None,
+             segapp_mode: str = "session",
+             log: Callable[[str], None] = print) -> dict[str, Method]:
+    """Build the requested methods, skipping (with a printed note) those that cannot run.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Method names (see :data:`ALL_METHODS`).
+    rw_beta : float, optional
+        Beta of ``rw_tuned``; when None ``rw_tuned`` is left out (the caller tunes it first).
+    segapp_mode : {"session", "segment"}
+        Whether segapp methods keep one warm-started session per image or call
+        ``segapp.segment`` afresh for every stroke.
+    log : callable
+        Where the skip notes go.
+    """
+    out: dict[str, Method] = {}
+    ok_segapp, why_segapp = segapp_available()
+    for name in names:
+        if name in SEGAPP_VARIANTS:
+            if not ok_segapp:
+                log(f"note: {name} {why_segapp}")
+                continue
+            method, opts, desc = SEGAPP_VARIANTS[name]
+            note = probe_segapp(method, opts)
+            if note:
+                log(f"note: {name} {note}")
+                continue
+            fn = partial(segapp_labels, method=method, **opts)
+            sess = None
+            if segapp_mode == "session":
+                sess = partial(_segapp_session, method=method, options=opts)
+            out[name] = Method(name, desc, fn, session=sess)
+        elif name == "rw":
+            out[name] = Method(name, f"random_walker cg_mg, beta={RW_DEFAULT_BETA:g}",
+                               partial(random_walker_labels, beta=RW_DEFAULT_BETA))
+        elif name == "rw_tuned":
+            if rw_beta is None:
+                continue
+            out[name] = Method(name, f"random_walker cg_mg, tuned beta={rw_beta:g}",
+                               partial(random_walker_labels, beta=rw_beta))
+        elif name == "watershed":
+            out[name] = Method(name, "watershed on the Sobel gradient, strokes as markers",
+                               watershed_labels)
+        elif name == "grabcut":
+            ok, why = cv2_available()
+            if not ok:
+                log(f"note: grabcut skipped: {why}")
+                continue
+            out[name] = Method(name, "OpenCV grabCut, mask init from strokes, 5 iterations",
+                               grabcut_labels, binary_only=True)
+        else:
+            raise ValueError(f"unknown method {name!r}; choose from {', '.join(ALL_METHODS)}")
+    return out
+
+
+def accepts(fn: Callable, option: str) -> bool:
+    """Whether ``fn`` has a parameter called ``option`` (or takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == option or p.kind is p.VAR_KEYWORD for p in params)
