@@ -1,0 +1,373 @@
+"""Turn arrays into pictures: label overlays, scribble overlays and diverging heat maps.
+
+Everything here is plain numpy (plus ``skimage.segmentation.find_boundaries``) and returns
+``uint8`` RGB arrays of shape ``(H, W, 3)``, so the GUI, the CLI and the benchmarks can show or
+save them without matplotlib or Qt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Union
+
+import numpy as np
+
+from .errors import InvalidInputError
+
+__all__ = [
+    "PALETTE",
+    "BACKGROUND_COLOR",
+    "label_color",
+    "to_rgb8",
+    "overlay",
+    "scribble_overlay",
+    "heatmap",
+    "colorbar",
+    "heatmap_with_colorbar",
+]
+
+#: Label colours, label id ``i`` -> ``PALETTE[i - 1]`` (uint8 RGB, shape ``(9, 3)``).
+#: The first seven are the Okabe-Ito colour-blind-safe set without black (black is the
+#: "unlabelled" colour of scribble files); 8 and 9 come from Paul Tol's colour-blind-safe sets.
+#: The order puts the most distinct hues first, since most sessions use 2-4 labels.
+PALETTE: np.ndarray = np.array(
+    [
+        (230, 159, 0),  # 1 orange
+        (86, 180, 233),  # 2 sky blue
+        (0, 158, 115),  # 3 bluish green
+        (204, 121, 167),  # 4 reddish purple
+        (0, 114, 178),  # 5 blue
+        (213, 94, 0),  # 6 vermillion
+        (240, 228, 66),  # 7 yellow
+        (51, 34, 136),  # 8 indigo (Tol)
+        (187, 187, 187),  # 9 light grey (Tol)
+    ],
+    dtype=np.uint8,
+)
+PALETTE.setflags(write=False)
+
+#: Colour of unlabelled pixels in scribble files (see :func:`segapp.io.read_scribbles`).
+BACKGROUND_COLOR: tuple[int, int, int] = (0, 0, 0)
+
+ColorSpec = Union[Sequence, Mapping, np.ndarray, None]
+
+# Diverging blue-white-red map: ColorBrewer RdBu (9 classes), reversed so negative = blue.
+_DIVERGING = np.array(
+    [
+        (33, 102, 172),
+        (67, 147, 195),
+        (146, 197, 222),
+        (209, 229, 240),
+        (247, 247, 247),
+        (253, 219, 199),
+        (244, 165, 130),
+        (214, 96, 77),
+        (178, 24, 43),
+    ],
+    dtype=np.float64,
+)
+_NONFINITE_COLOR = np.array((128, 128, 128), dtype=np.uint8)
+_TICK_COLOR = np.array((40, 40, 40), dtype=np.uint8)
+
+
+# --------------------------------------------------------------------------------------------
+# colours and images
+# --------------------------------------------------------------------------------------------
+def label_color(label: int, colors: ColorSpec = None) -> np.ndarray:
+    """Return the uint8 RGB colour of label id ``label`` (``>= 1``).
+
+    Parameters
+    ----------
+    label : int
+        Label id, 1-based.
+    colors : sequence of RGB, (n, 3) array, mapping {label id: RGB} or None
+        Colour table; ``None`` means :data:`PALETTE`. Sequences are indexed by ``label - 1``
+        and cycle when there are more labels than colours.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(3,)`` uint8.
+    """
+    return _color_table(colors, int(label))[int(label)]
+
+
+def _as_rgb_triplet(color: object) -> np.ndarray:
+    """One colour -> (3,) uint8; floats all in [0, 1] are taken as fractions of 255."""
+    arr = np.asarray(color)
+    if arr.shape != (3,) or not np.issubdtype(arr.dtype, np.number):
+        raise InvalidInputError(f"a colour must be an RGB triplet, got {color!r}")
+    if np.issubdtype(arr.dtype, np.floating) and arr.min() >= 0 and arr.max() <= 1:
+        arr = arr * 255.0
+    return np.clip(np.rint(arr), 0, 255).astype(np.uint8)
+
+
+def _color_table(colors: ColorSpec, max_label: int) -> np.ndarray:
+    """Lookup table ``(max_label + 1, 3)`` uint8 with row ``i`` = colour of label ``i``.
+
+    Row 0 (unlabelled) is unused and left black.
+    """
+    table = np.zeros((max(max_label, 0) + 1, 3), dtype=np.uint8)
+    if colors is None:
+        colors = PALETTE
+    if isinstance(colors, Mapping):
+        for lab in range(1, max_label + 1):
+            # Labels missing from the mapping fall back to the palette so nothing is invisible.
+            table[lab] = (_as_rgb_triplet(colors[lab]) if lab in colors
+                          else PALETTE[(lab - 1) % len(PALETTE)])
+        return table
+    seq = [_as_rgb_triplet(c) for c in colors]
+    if not seq:
+        raise InvalidInputError("the colour table is empty")
+    for lab in range(1, max_label + 1):
+        table[lab] = seq[(lab - 1) % len(seq)]
+    return table
+
+
+def to_rgb8(image: np.ndarray) -> np.ndarray:
+    """Convert an image to a displayable uint8 RGB array.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` grey or ``(H, W, 3|4)`` colour; uint8, uint16, bool or float in [0, 1]
+        (floats are clipped; alpha is dropped).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W, 3)`` uint8 (a new array).
+    """
+    img = np.asarray(image)
+    if img.ndim == 3 and img.shape[2] == 4:
+        img = img[..., :3]
+    if not (img.ndim == 2 or (img.ndim == 3 and img.shape[2] == 3)):
+        raise InvalidInputError(f"image must be (H, W) or (H, W, 3), got shape {img.shape}")
+    if img.dtype == np.uint8:
+        out = img
+    elif img.dtype == np.bool_:
+        out = img.astype(np.uint8) * 255
+    elif img.dtype == np.uint16:
+        out = (img.astype(np.float32) * (255.0 / 65535.0) + 0.5).astype(np.uint8)
+    elif np.issubdtype(img.dtype, np.floating):
+        f = np.nan_to_num(img.astype(np.float32), nan=0.0, posinf=1.0, neginf=0.0)
+        out = (np.clip(f, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    elif np.issubdtype(img.dtype, np.integer):
+        out = np.clip(img, 0, 255).astype(np.uint8)
+    else:
+        raise InvalidInputError(f"unsupported image dtype {img.dtype}")
+    if out.ndim == 2:
+        out = np.repeat(out[:, :, None], 3, axis=2)
+    return np.array(out, dtype=np.uint8, copy=True, order="C")
+
+
+def _check_label_map(labels: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
+    lab = np.asarray(labels)
+    if lab.ndim != 2 or lab.shape != tuple(shape[:2]):
+        raise InvalidInputError(
+            f"{what} shape {lab.shape} does not match the image size {tuple(shape[:2])}")
+    if lab.dtype == np.bool_:
+        return lab.astype(np.int64)
+    if not np.issubdtype(lab.dtype, np.integer):
+        if not np.all(np.isfinite(lab)) or not np.array_equal(lab, np.round(lab)):
+            raise InvalidInputError(f"{what} must hold integer label ids")
+        lab = lab.astype(np.int64)
+    if lab.size and lab.min() < 0:
+        raise InvalidInputError(f"{what} must not hold negative values")
+    return lab
+
+
+# --------------------------------------------------------------------------------------------
+# overlays
+# --------------------------------------------------------------------------------------------
+def overlay(
+    image: np.ndarray,
+    labels: np.ndarray,
+    alpha: float = 0.5,
+    colors: ColorSpec = None,
+    boundaries: bool = False,
+) -> np.ndarray:
+    """Colour a label map over an image.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` grey (shown as grey RGB) or ``(H, W, 3)`` colour image, see :func:`to_rgb8`.
+    labels : numpy.ndarray
+        ``(H, W)`` integer label map; 0 is left uncoloured.
+    alpha : float, optional
+        Opacity of the label colours in ``[0, 1]`` when filling regions.
+    colors : optional
+        Colour table, see :func:`label_color`; default :data:`PALETTE`.
+    boundaries : bool, optional
+        If True, only the region boundaries are drawn, opaque (thin lines at 50 % are hard to
+        see), each boundary pixel in the colour of the region it belongs to.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W, 3)`` uint8.
+    """
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise InvalidInputError(f"alpha must be in [0, 1], got {alpha}")
+    rgb = to_rgb8(image)
+    lab = _check_label_map(labels, rgb.shape, "label map")
+    table = _color_table(colors, int(lab.max()) if lab.size else 0)
+    if boundaries:
+        from skimage.segmentation import find_boundaries
+
+        # 'inner' marks pixels of each region next to a different label, so a boundary between
+        # two regions shows both colours and label 0 is never painted.
+        mask = find_boundaries(lab, mode="inner", background=0) & (lab > 0)
+        rgb[mask] = table[lab[mask]]
+        return rgb
+    mask = lab > 0
+    blended = (1.0 - alpha) * rgb[mask] + alpha * table[lab[mask]].astype(np.float64)
+    rgb[mask] = (blended + 0.5).astype(np.uint8)
+    return rgb
+
+
+def scribble_overlay(image: np.ndarray, scribbles: np.ndarray,
+                     colors: ColorSpec = None) -> np.ndarray:
+    """Draw scribble strokes opaque over an image.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` or ``(H, W, 3)`` image, see :func:`to_rgb8`.
+    scribbles : numpy.ndarray
+        ``(H, W)`` integer map, 0 = unlabelled, 1..9 = label ids.
+    colors : optional
+        Colour table, see :func:`label_color`; default :data:`PALETTE`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W, 3)`` uint8.
+    """
+    return overlay(image, scribbles, alpha=1.0, colors=colors, boundaries=False)
+
+
+# --------------------------------------------------------------------------------------------
+# heat maps
+# --------------------------------------------------------------------------------------------
+def _robust_vmax(values: np.ndarray) -> float:
+    finite = np.abs(values[np.isfinite(values)])
+    if finite.size == 0:
+        return 1.0
+    vmax = float(np.percentile(finite, 99.0))
+    if vmax <= 0.0:  # e.g. a vector that is zero except for a few spikes
+        vmax = float(finite.max())
+    return vmax if vmax > 0.0 else 1.0
+
+
+def _check_vmax(vmax: float) -> float:
+    v = float(vmax)
+    if not np.isfinite(v) or v <= 0.0:
+        raise InvalidInputError(f"vmax must be a positive finite number, got {vmax}")
+    return v
+
+
+def _diverging(t: np.ndarray) -> np.ndarray:
+    """Map ``t`` in [-1, 1] (clipped) to uint8 RGB by interpolating the control points."""
+    pos = np.linspace(-1.0, 1.0, len(_DIVERGING))
+    tc = np.clip(t, -1.0, 1.0)
+    out = np.empty(t.shape + (3,), dtype=np.uint8)
+    for c in range(3):
+        out[..., c] = (np.interp(tc, pos, _DIVERGING[:, c]) + 0.5).astype(np.uint8)
+    return out
+
+
+def heatmap(vector2d: np.ndarray, vmax: float | None = None) -> np.ndarray:
+    """Show a signed 2-D field (e.g. an eigenvector) with a blue-white-red colour map.
+
+    Parameters
+    ----------
+    vector2d : numpy.ndarray
+        ``(H, W)`` real values.
+    vmax : float, optional
+        Value shown fully red (``-vmax`` fully blue, 0 white); larger magnitudes saturate.
+        Default: the 99th percentile of ``|v|``, robust to a few extreme pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W, 3)`` uint8; non-finite values are mid grey.
+    """
+    v = np.asarray(vector2d)
+    if v.ndim != 2 or not (np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_):
+        raise InvalidInputError(f"heatmap needs a real (H, W) array, got shape {v.shape}")
+    if np.iscomplexobj(v):
+        raise InvalidInputError("heatmap needs real values, got a complex array")
+    v = v.astype(np.float64)
+    vmax = _robust_vmax(v) if vmax is None else _check_vmax(vmax)
+    finite = np.isfinite(v)
+    out = _diverging(np.where(finite, v, 0.0) / vmax)
+    out[~finite] = _NONFINITE_COLOR
+    return out
+
+
+def _nice_step(vmax: float) -> float:
+    """A 1/2/5 x 10^k tick step giving two to five ticks between 0 and ``vmax``."""
+    raw = vmax / 3.0
+    exp = np.floor(np.log10(raw))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if m * 10.0 ** exp >= raw:
+            return float(m * 10.0 ** exp)
+    return float(10.0 ** (exp + 1))  # pragma: no cover - unreachable
+
+
+def colorbar(height: int, width: int, vmax: float = 1.0, ticks: bool = True) -> np.ndarray:
+    """Vertical colour bar for :func:`heatmap`: ``+vmax`` (red) at the top, ``-vmax`` at the bottom.
+
+    Parameters
+    ----------
+    height, width : int
+        Size in pixels (``height >= 2``, ``width >= 1``).
+    vmax : float, optional
+        The value at the top end (the scale is symmetric about 0).
+    ticks : bool, optional
+        Draw short dark tick marks at the edges at "nice" values (multiples of 1, 2 or 5 x 10^k,
+        including 0) so the strip can be read without text.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(height, width, 3)`` uint8.
+    """
+    height, width = int(height), int(width)
+    if height < 2 or width < 1:
+        raise InvalidInputError(f"colour bar must be at least 2x1 pixels, got {height}x{width}")
+    vmax = _check_vmax(vmax)
+    t = np.linspace(1.0, -1.0, height)  # row 0 = +vmax
+    bar = np.repeat(_diverging(t)[:, None, :], width, axis=1)
+    if ticks and width >= 4:
+        step = _nice_step(vmax)
+        n = int(np.floor(vmax / step + 1e-9))
+        tick_len = max(1, width // 4)
+        for k in range(-n, n + 1):
+            row = int(round((1.0 - k * step / vmax) * (height - 1) / 2.0))
+            bar[row, :tick_len] = _TICK_COLOR
+            bar[row, width - tick_len:] = _TICK_COLOR
+    return bar
+
+
+def heatmap_with_colorbar(vector2d: np.ndarray, vmax: float | None = None,
+                          bar_width: int = 16, gap: int = 6) -> np.ndarray:
+    """:func:`heatmap` with a :func:`colorbar` of the same height to its right (white gap).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W + gap + bar_width, 3)`` uint8.
+    """
+    v = np.asarray(vector2d)
+    if vmax is None and v.ndim == 2 and np.issubdtype(v.dtype, np.number):
+        vmax = _robust_vmax(v.astype(np.float64))
+    img = heatmap(v, vmax)
+    h, w = img.shape[:2]
+    out = np.full((h, w + gap + bar_width, 3), 255, dtype=np.uint8)
+    out[:, :w] = img
+    if h >= 2:
+        out[:, w + gap:] = colorbar(h, bar_width, vmax)
+    return out
