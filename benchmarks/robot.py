@@ -10,9 +10,10 @@ Strokes
 Every stroke is a polyline of centre points dilated by a disc of radius ``radius`` (2 px).
 A centre point ``p`` is only admitted where the Euclidean distance transform ``DT`` of the
 target area (distance to the nearest pixel *outside* the area, the image border counting as
-outside) is at least ``radius + margin``; since every disc pixel lies within ``radius`` of
-``p``, the stroke stays strictly inside the area and never touches, let alone crosses, a
-boundary. In areas too thin for that (``max DT < radius + margin``) the stroke shrinks to the
+outside) is at least ``radius + margin + 1``; since every disc pixel lies within ``radius`` of
+``p``, every stroke pixel is at least ``margin + 1`` from the outside, i.e. ``margin`` (1)
+clear pixels separate the stroke from the boundary: it never touches, let alone crosses, it.
+In areas too thin for that (``max DT < radius + margin + 1``) the stroke shrinks to the
 deepest pixels and to radius ``floor(max DT) - 1`` (0 = one-pixel line), which is still inside.
 
 First round — one stroke per ground-truth region:
@@ -111,8 +112,7 @@ class Robot:
     radius : int
         Stroke radius in pixels (a 5-px wide brush for the default 2).
     margin : float
-        Extra clearance between the brush disc and the area boundary (>= 1 keeps the disc
-        strictly inside).
+        Clear pixels kept between the brush disc and the area boundary.
     max_length : float
         Maximal length of a first-round stroke in pixels.
     corrective_length : float
@@ -126,8 +126,8 @@ class Robot:
     def __init__(self, radius: int = 2, margin: float = 1.0, max_length: float = 50.0,
                  corrective_length: float = 30.0, length_factor: float = 0.6,
                  seed: int = 0) -> None:
-        if margin < 1:
-            raise ValueError("margin must be >= 1 so that the brush stays inside its area")
+        if margin < 0:
+            raise ValueError("margin must be >= 0")
         self.radius = int(radius)
         self.margin = float(margin)
         self.max_length = float(max_length)
@@ -144,7 +144,7 @@ class Robot:
             return None
         dt = _depth(area)
         top = float(dt.max())
-        need = self.radius + self.margin
+        need = self.radius + self.margin + 1
         if top >= need:
             radius, admissible = self.radius, dt >= need
         else:  # thin area: deepest pixels only, thinner brush (still strictly inside)
