@@ -77,8 +77,6 @@ def _open_image(path: PathLike, what: str = "image") -> Image.Image:
                 img.load()  # decode now so truncated data fails here, not later
                 oriented = _exif_transpose(img)
                 oriented.load()
-    except InvalidInputError:
-        raise
     except Exception as exc:  # PIL raises many types (OSError, SyntaxError, ...)
         raise InvalidInputError(f"{p}: cannot read {what}: {_describe(exc)}") from exc
     if oriented.width == 0 or oriented.height == 0:
@@ -459,7 +457,8 @@ def _publish(tmp: Path, dest: Path, overwrite: bool) -> None:
             raise FileExistsError(errno.EEXIST, "file exists") from None
         os.replace(tmp, dest)
         return
-    os.unlink(tmp)
+    with contextlib.suppress(OSError):  # dest is complete; a stray temp link is harmless
+        os.unlink(tmp)
 
 
 def save_labels(path: PathLike, labels: np.ndarray, overwrite: bool = True) -> Path:
@@ -492,6 +491,6 @@ def save_labels(path: PathLike, labels: np.ndarray, overwrite: bool = True) -> P
     if not np.issubdtype(lab.dtype, np.integer):
         raise InvalidInputError(f"labels must be integers, got {lab.dtype}")
     if lab.size and (int(lab.min()) < 0 or int(lab.max()) > 255):
-        raise InvalidInputError(
-            f"label ids must be in 0..255 for an 8-bit PNG, found {int(lab.min())}..{int(lab.max())}")
+        lo, hi = int(lab.min()), int(lab.max())
+        raise InvalidInputError(f"label ids must be in 0..255 for an 8-bit PNG, found {lo}..{hi}")
     return write_png_atomic(path, lab.astype(np.uint8), overwrite=overwrite)

@@ -432,6 +432,19 @@ def test_write_read_only_directory(tmp_path):
         ro.chmod(0o755)
 
 
+def test_write_permission_error_simulated(tmp_path, monkeypatch):
+    # Runs as root too (where the real read-only test above is skipped).
+    def denied(*_args, **_kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(io.os, "open", denied)
+    with pytest.raises(PermissionError) as info:
+        io.write_png_atomic(tmp_path / "x.png", np.zeros((2, 2), np.uint8))
+    assert str(info.value) == f"cannot write {tmp_path / 'x.png'}: permission denied " \
+        "(directory not writable)"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_save_labels(tmp_path):
     lab = np.array([[1, 2], [3, 0]], dtype=np.int32)
     io.save_labels(tmp_path / "l.png", lab)
