@@ -1,0 +1,236 @@
+"""Exports, annotation sessions and crash recovery: file formats and atomic writes (no Qt).
+
+A *session* is a small JSON file plus a label PNG next to it::
+
+    photo.segapp.json   {"format": "segapp-session", "version": 1, "image": "photo.jpg",
+                         "scribbles": "photo.segapp.png", "labels": [...], "settings": {...}}
+    photo.segapp.png    8-bit grey, pixel value = label id (0 = unlabelled)
+
+Paths inside the JSON are relative to its folder when possible, so a folder can be moved.
+The crash-recovery file is the same format, written after every change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import io, render
+from ..annotation import Label
+from ..errors import InvalidInputError
+
+SESSION_FORMAT = "segapp-session"
+SESSION_VERSION = 1
+SESSION_SUFFIX = ".segapp.json"
+RECOVERY_NAME = "recovery" + SESSION_SUFFIX
+
+EXPORT_KINDS = ("labels", "masks", "overlay", "heatmaps")
+
+
+# --------------------------------------------------------------------------------------------
+# atomic text writes (PNG goes through segapp.io.write_png_atomic)
+# --------------------------------------------------------------------------------------------
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file in the same folder, fsync, then rename over ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------------------------
+def _slug(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_-]+", "-", name.strip()).strip("-").lower()
+    return s or "label"
+
+
+@dataclass
+class ExportItem:
+    """One file an export will write: its path and a function computing its pixels."""
+
+    path: Path
+    make: Callable[[], np.ndarray]
+    what: str
+
+
+def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
+                image: np.ndarray, labels: np.ndarray | None, label_table: dict[int, Label],
+                eigenvectors: np.ndarray | None = None, alpha: float = 0.5,
+                boundaries: bool = False) -> list[ExportItem]:
+    """List the files an export writes (nothing is written yet).
+
+    Parameters
+    ----------
+    base : path
+        ``folder/stem.png``; files are named ``stem_labels.png``, ``stem_mask<id>_<name>.png``,
+        ``stem_overlay.png`` and ``stem_eigvec<j>.png``.
+    kinds : subset of ``("labels", "masks", "overlay", "heatmaps")``
+    image, labels, label_table, eigenvectors
+        What to export; ``labels`` is the segmentation (every pixel a label id, or 0 where
+        unlabelled).
+
+    Raises
+    ------
+    InvalidInputError
+        Nothing to export (no segmentation yet).
+    """
+    base = Path(base)
+    stem = base.name[:-4] if base.name.lower().endswith(".png") else base.name
+    folder = base.parent
+    if labels is None:
+        raise InvalidInputError("nothing to export yet: paint at least two labels and wait for "
+                                "the segmentation")
+    items: list[ExportItem] = []
+    lab = np.asarray(labels)
+    colors = {i: t.color for i, t in label_table.items()}
+    if "labels" in kinds:
+        items.append(ExportItem(folder / f"{stem}_labels.png",
+                                lambda: lab.astype(np.uint8), "label map"))
+    if "masks" in kinds:
+        for i in sorted(int(v) for v in np.unique(lab) if v > 0):
+            name = label_table[i].name if i in label_table else f"label {i}"
+            items.append(ExportItem(folder / f"{stem}_mask{i}_{_slug(name)}.png",
+                                    lambda i=i: np.where(lab == i, 255, 0).astype(np.uint8),
+                                    f"mask of {name}"))
+    if "overlay" in kinds:
+        items.append(ExportItem(folder / f"{stem}_overlay.png",
+                                lambda: render.overlay(image, lab, alpha=alpha, colors=colors,
+                                                       boundaries=boundaries),
+                                "colour overlay"))
+    if "heatmaps" in kinds and eigenvectors is not None:
+        for j in range(eigenvectors.shape[2]):
+            items.append(ExportItem(folder / f"{stem}_eigvec{j + 1}.png",
+                                    lambda j=j: render.heatmap_with_colorbar(eigenvectors[:, :, j]),
+                                    f"eigenvector {j + 1} heat map"))
+    return items
+
+
+def write_export(items: list[ExportItem], overwrite: bool) -> list[Path]:
+    """Write planned export files atomically; refuses existing files unless ``overwrite``."""
+    if not overwrite:
+        existing = [it.path for it in items if it.path.exists()]
+        if existing:
+            raise FileExistsError(f"{existing[0]} exists (and {len(existing) - 1} more)"
+                                  if len(existing) > 1 else f"{existing[0]} exists")
+    return [io.write_png_atomic(it.path, it.make(), overwrite=overwrite) for it in items]
+
+
+# --------------------------------------------------------------------------------------------
+# sessions
+# --------------------------------------------------------------------------------------------
+@dataclass
+class SessionData:
+    """An annotation session as stored on disk."""
+
+    image_path: Path
+    scribbles: np.ndarray
+    labels: list[Label]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def session_png_path(json_path: Path) -> Path:
+    name = json_path.name
+    stem = name[: -len(SESSION_SUFFIX)] if name.endswith(SESSION_SUFFIX) else Path(name).stem
+    return json_path.with_name(stem + ".segapp.png")
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return os.path.relpath(path.resolve(), folder.resolve())
+    except ValueError:  # another drive on Windows
+        return str(path.resolve())
+
+
+def save_session(json_path: str | os.PathLike, data: SessionData) -> Path:
+    """Write the label PNG, then the JSON (both atomically); the JSON names the PNG."""
+    json_path = Path(json_path)
+    png = session_png_path(json_path)
+    io.save_labels(png, data.scribbles.astype(np.uint8), overwrite=True)
+    doc = {
+        "format": SESSION_FORMAT,
+        "version": SESSION_VERSION,
+        "image": _relative(Path(data.image_path), json_path.parent),
+        "scribbles": png.name,
+        "labels": [lab.to_dict() for lab in data.labels],
+        "settings": data.settings,
+    }
+    return write_text_atomic(json_path, json.dumps(doc, indent=1) + "\n")
+
+
+def load_session(json_path: str | os.PathLike) -> tuple[SessionData, np.ndarray]:
+    """Read a session and its image.
+
+    Returns
+    -------
+    (SessionData, image)
+
+    Raises
+    ------
+    InvalidInputError
+        Unreadable or malformed JSON, missing image or scribbles, size mismatch.
+    """
+    json_path = Path(json_path)
+    try:
+        doc = json.loads(json_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInputError(f"{json_path}: cannot read session: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise InvalidInputError(f"{json_path}: not a segapp session (bad JSON: {exc})") from exc
+    if not isinstance(doc, dict) or doc.get("format") != SESSION_FORMAT:
+        raise InvalidInputError(f"{json_path}: not a segapp session file")
+    if int(doc.get("version", 0)) > SESSION_VERSION:
+        raise InvalidInputError(f"{json_path}: session version {doc['version']} is newer than "
+                                "this segapp understands")
+    try:
+        image_path = (json_path.parent / str(doc["image"])).resolve()
+        scribble_path = json_path.parent / str(doc["scribbles"])
+        labels = [Label.from_dict(d) for d in doc.get("labels", [])]
+        settings = dict(doc.get("settings", {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{json_path}: malformed session ({exc})") from exc
+    image = io.read_image(image_path)
+    scribbles = io.read_scribbles(scribble_path, shape=image.shape)
+    return SessionData(image_path, scribbles, labels, settings), image
+
+
+# --------------------------------------------------------------------------------------------
+# crash recovery
+# --------------------------------------------------------------------------------------------
+def recovery_path(folder: str | os.PathLike) -> Path:
+    return Path(folder) / RECOVERY_NAME
+
+
+def write_recovery(folder: str | os.PathLike, data: SessionData) -> Path:
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return save_session(recovery_path(folder), data)
+
+
+def find_recovery(folder: str | os.PathLike) -> Path | None:
+    p = recovery_path(folder)
+    return p if p.is_file() else None
+
+
+def remove_recovery(folder: str | os.PathLike) -> None:
+    p = recovery_path(folder)
+    for f in (p, session_png_path(p)):
+        with contextlib.suppress(OSError):
+            f.unlink()

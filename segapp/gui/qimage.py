@@ -1,0 +1,45 @@
+"""numpy ⇄ QImage conversions (copies where Qt must own the memory)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtGui import QImage
+
+
+def rgb_to_qimage(rgb: np.ndarray) -> QImage:
+    """``(H, W, 3)`` uint8 → QImage (RGB888, a deep copy owned by Qt)."""
+    a = np.ascontiguousarray(rgb, dtype=np.uint8)
+    h, w = a.shape[:2]
+    return QImage(a.data, w, h, 3 * w, QImage.Format.Format_RGB888).copy()
+
+
+def rgba_to_qimage(rgba: np.ndarray) -> QImage:
+    """``(H, W, 4)`` uint8 (straight alpha) → QImage (RGBA8888, a deep copy owned by Qt)."""
+    a = np.ascontiguousarray(rgba, dtype=np.uint8)
+    h, w = a.shape[:2]
+    return QImage(a.data, w, h, 4 * w, QImage.Format.Format_RGBA8888).copy()
+
+
+def qimage_to_rgb(image: QImage) -> np.ndarray:
+    """QImage → ``(H, W, 3)`` uint8 copy."""
+    img = image.convertToFormat(QImage.Format.Format_RGB888)
+    h, w, bpl = img.height(), img.width(), img.bytesPerLine()
+    buf = np.frombuffer(img.constBits(), dtype=np.uint8, count=h * bpl).reshape(h, bpl)
+    return buf[:, : 3 * w].reshape(h, w, 3).copy()
+
+
+class RGBABuffer:
+    """An ``(H, W, 4)`` uint8 array and a QImage sharing its memory (no copies on update).
+
+    Write pixels through :attr:`array`; the QImage sees them at the next paint.
+    """
+
+    def __init__(self, height: int, width: int) -> None:
+        self.array = np.zeros((height, width, 4), dtype=np.uint8)
+        # QImage wraps the numpy buffer; self.array keeps it alive as long as the image.
+        self.image = QImage(self.array.data, width, height, 4 * width,
+                            QImage.Format.Format_RGBA8888)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.array.shape[:2]  # type: ignore[return-value]
