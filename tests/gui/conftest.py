@@ -1,0 +1,113 @@
+"""pytest-qt fixtures: offscreen Qt, isolated QSettings, a small test image and a ready window."""
+
+from __future__ import annotations
+
+import os
+
+# Before anything imports Qt: no display is needed for the widget tests (the Xvfb test runs
+# its own subprocess with QT_QPA_PLATFORM=xcb).
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QCoreApplication, QPoint, QSettings, Qt  # noqa: E402
+
+H, W = 90, 120
+# A bright disc (label 1) on a dark, slightly noisy background (label 2).
+DISC_CENTER, DISC_RADIUS = (60.0, 45.0), 25.0  # (x, y), pixels
+
+
+def make_test_image() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:H, 0:W]
+    disc = (xx + 0.5 - DISC_CENTER[0]) ** 2 + (yy + 0.5 - DISC_CENTER[1]) ** 2 < DISC_RADIUS ** 2
+    img = np.where(disc[..., None], [220, 120, 40], [30, 60, 110]).astype(float)
+    img += rng.normal(0, 6, img.shape)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def disc_mask() -> np.ndarray:
+    yy, xx = np.mgrid[0:H, 0:W]
+    return (xx + 0.5 - DISC_CENTER[0]) ** 2 + (yy + 0.5 - DISC_CENTER[1]) ** 2 < DISC_RADIUS ** 2
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_qsettings(tmp_path_factory):
+    """QSettings in a temporary INI folder, never the user's real settings."""
+    folder = tmp_path_factory.mktemp("qsettings")
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    QCoreApplication.setOrganizationName("segapp-tests")
+    QCoreApplication.setApplicationName("segapp-tests")
+    yield
+
+
+@pytest.fixture
+def image_path(tmp_path):
+    p = tmp_path / "disc.png"
+    Image.fromarray(make_test_image()).save(p)
+    return p
+
+
+class Answers:
+    """Scripted replies to the window's yes/no questions (fails on an unexpected one)."""
+
+    def __init__(self) -> None:
+        self.replies: list[bool] = []
+        self.asked: list[str] = []
+
+    def __call__(self, title: str, text: str) -> bool:
+        self.asked.append(title)
+        if not self.replies:
+            raise AssertionError(f"unexpected question: {title}: {text}")
+        return self.replies.pop(0)
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    """Factory: a shown MainWindow with scripted dialogs, recovery files under tmp_path."""
+    from segapp.gui.main_window import MainWindow
+
+    def make(path=None, recovery_dir=None):
+        win = MainWindow(recovery_dir=recovery_dir or (tmp_path / "recovery"), debounce_ms=10)
+        win.ask = Answers()
+        qtbot.addWidget(win)
+        win.show()
+        qtbot.waitExposed(win)
+        if path is not None:
+            assert win.open_path(path), win.message_bar.text()
+        return win
+
+    return make
+
+
+@pytest.fixture
+def window(make_window, image_path):
+    return make_window(image_path)
+
+
+def view_pos(canvas, x: float, y: float) -> QPoint:
+    """Viewport position of image point (x, y)."""
+    return canvas.mapFromScene(x, y)
+
+
+def drag(qtbot, canvas, points, button=Qt.MouseButton.LeftButton, modifier=Qt.KeyboardModifier.NoModifier):
+    """Press at the first image point, move through the rest, release at the last."""
+    vp = canvas.viewport()
+    pts = [view_pos(canvas, x, y) for x, y in points]
+    qtbot.mousePress(vp, button, modifier, pts[0])
+    for p in pts[1:]:
+        qtbot.mouseMove(vp, p)
+    qtbot.mouseRelease(vp, button, modifier, pts[-1])
+
+
+def paint_two_labels(qtbot, win):
+    """Label 1 inside the disc, label 2 in the background, like a person would."""
+    qtbot.keyClick(win.canvas, Qt.Key.Key_1)
+    drag(qtbot, win.canvas, [(50, 45), (60, 40), (70, 45)])
+    qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+    drag(qtbot, win.canvas, [(5, 5), (60, 6), (115, 8), (112, 80)])
