@@ -37,12 +37,13 @@ def run(path: str | None = None) -> int:
     from .main_window import MainWindow
 
     window = MainWindow()
+    run.window = window  # type: ignore[attr-defined]  # reachable while the loop runs (tests)
 
     def excepthook(exc_type, exc, tb) -> None:  # a bug in a slot: report it, keep running
         log.error("unexpected error:\n%s", "".join(traceback.format_exception(exc_type, exc, tb)))
         window.show_error(f"Internal error: {exc_type.__name__}: {exc}")
 
-    sys.excepthook = excepthook
+    previous_hook, sys.excepthook = sys.excepthook, excepthook
     window.show()
 
     def start() -> None:
@@ -59,7 +60,11 @@ def run(path: str | None = None) -> int:
                 window.show_error(f"No sample image found ({exc}); use File ▸ Open.")
 
     QTimer.singleShot(0, start)  # after the window is up, so dialogs have a parent on screen
-    return app.exec()
+    try:
+        return app.exec()
+    finally:
+        sys.excepthook = previous_hook
+        run.window = None  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

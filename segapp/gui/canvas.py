@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from ..annotation import MAX_LABELS, AnnotationModel, BBox
 from .qimage import RGBABuffer
+from .qtcompat import emit
 
 #: Brush diameters (image pixels) offered by ``[`` / ``]`` and Ctrl+wheel.
 MIN_BRUSH, MAX_BRUSH = 1, 400
@@ -188,7 +189,7 @@ class Canvas(QGraphicsView):
         if size != self.brush_size:
             self.brush_size = size
             self._place_cursor(self._cursor_item.rect().center())
-            self.brushSizeChanged.emit(size)
+            emit(self.brushSizeChanged, size)
 
     def grow_brush(self, steps: int = 1) -> None:
         """Bigger (steps > 0) or smaller brush, by ~15 % per step (at least one pixel)."""
@@ -221,7 +222,7 @@ class Canvas(QGraphicsView):
         scale = min(MAX_ZOOM, max(MIN_ZOOM, scale))
         f = scale / self.zoom
         self.scale(f, f)
-        self.zoomChanged.emit(self.zoom)
+        emit(self.zoomChanged, self.zoom)
 
     def zoom_by(self, factor: float) -> None:
         self._auto_fit = False
@@ -231,7 +232,7 @@ class Canvas(QGraphicsView):
         if self.model is None:
             return
         self.fitInView(self.sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
-        self.zoomChanged.emit(self.zoom)
+        emit(self.zoomChanged, self.zoom)
 
     def actual_size(self) -> None:
         self._auto_fit = False
@@ -267,7 +268,7 @@ class Canvas(QGraphicsView):
             return
         if button == Qt.MouseButton.LeftButton and self.model is not None:
             self._painting = True
-            self.strokeStarted.emit()
+            emit(self.strokeStarted)
             self.model.begin_stroke(self.label, self.brush_size / 2.0)
             p = self._image_pos(event)
             self.model.extend_stroke([(p.x(), p.y())])

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QLabel, QListView, QListWidget, QListWidgetItem, Q
 
 from .. import render
 from .qimage import rgb_to_qimage
+from .qtcompat import emit
 
 THUMB = 150  # thumbnail size (longest side, pixels)
 
@@ -91,4 +92,4 @@ class HeatmapPanel(QWidget):
     def _on_clicked(self, item: QListWidgetItem) -> None:
         j = int(item.data(Qt.ItemDataRole.UserRole))
         self.shown = -1 if j == self.shown else j
-        self.vectorToggled.emit(self.shown)
+        emit(self.vectorToggled, self.shown)

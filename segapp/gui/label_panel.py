@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..annotation import AnnotationModel
+from .qtcompat import emit
 
 
 def color_icon(rgb: tuple[int, int, int], size: int = 16) -> QIcon:
@@ -50,7 +51,8 @@ class LabelPanel(QWidget):
         self.color_button.clicked.connect(self.choose_color)
         self.clear_button = QPushButton("Clear", self)
         self.clear_button.setToolTip("Erase every stroke of the current label (undoable)")
-        self.clear_button.clicked.connect(lambda: self.clearLabelRequested.emit(self.current()))
+        self.clear_button.clicked.connect(
+            lambda: emit(self.clearLabelRequested, self.current()))
         buttons = QHBoxLayout()
         buttons.addWidget(self.color_button)
         buttons.addWidget(self.clear_button)
@@ -95,7 +97,7 @@ class LabelPanel(QWidget):
 
     def _on_row(self, row: int) -> None:
         if row >= 0 and not self._updating:
-            self.labelSelected.emit(row + 1)
+            emit(self.labelSelected, row + 1)
 
     def _on_item_changed(self, item: QListWidgetItem) -> None:
         if self._updating or self.model is None:

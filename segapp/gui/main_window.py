@@ -49,6 +49,7 @@ from .label_panel import LabelPanel
 from .qimage import rgb_to_qimage, rgba_to_qimage
 from .settings_panel import SettingsPanel
 from .worker import DEBOUNCE_MS, SegmentationWorker
+from .qtcompat import emit
 
 log = logging.getLogger(__name__)
 
@@ -575,7 +576,7 @@ class MainWindow(QMainWindow):
         iters = getattr(diag, "iterations", None)
         self.time_label.setText(f"{result.method}: {seconds:.2f} s"
                                 + (f", {iters} iterations" if iters is not None else ""))
-        self.segmentationShown.emit(revision)
+        emit(self.segmentationShown, revision)
 
     def _on_failed(self, revision: int, message: str) -> None:
         if self.model is not None and revision == self.model.revision:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QWidget,
 )
+from .qtcompat import emit
 
 DEFAULTS: dict[str, Any] = {
     "method": "fastge",
@@ -147,7 +148,7 @@ class SettingsPanel(QWidget):
         if self._loading:
             return
         self.save()
-        self.settingsChanged.emit()
+        emit(self.settingsChanged)
 
 
 def _num(value: Any, kind: type, default: Any) -> Any:

@@ -20,6 +20,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from ..errors import Cancelled, SegappError
+from .qtcompat import emit
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +77,9 @@ class _SolveJob(QRunnable):
     def run(self) -> None:
         req = self.req
         if self.cancel.is_set():  # superseded while queued
-            self.signals.cancelled.emit(req.generation, req.revision)
+            emit(self.signals.cancelled, req.generation, req.revision)
             return
-        self.signals.started.emit(req.generation, req.revision)
+        emit(self.signals.started, req.generation, req.revision)
         t = time.perf_counter()
         try:
             session = self.cache.get(req)
@@ -86,21 +87,21 @@ class _SolveJob(QRunnable):
                 raise Cancelled("superseded")
             result = session.update(req.scribbles, cancel=self.cancel.is_set)
         except Cancelled:
-            self.signals.cancelled.emit(req.generation, req.revision)
+            emit(self.signals.cancelled, req.generation, req.revision)
         except SegappError as exc:  # includes InvalidInputError, SolverError
             self.cache.key = None  # a failed session may hold half-updated state
-            self.signals.failed.emit(req.generation, req.revision, str(exc))
+            emit(self.signals.failed, req.generation, req.revision, str(exc))
         except MemoryError:
             self.cache.key, self.cache.session = None, None
-            self.signals.failed.emit(req.generation, req.revision,
+            emit(self.signals.failed, req.generation, req.revision,
                                      "not enough memory to segment this image")
         except Exception as exc:  # a bug: report it in the window, log the traceback
             log.error("segmentation failed:\n%s", traceback.format_exc())
             self.cache.key = None
-            self.signals.failed.emit(req.generation, req.revision,
+            emit(self.signals.failed, req.generation, req.revision,
                                      f"internal error ({type(exc).__name__}: {exc})")
         else:
-            self.signals.finished.emit(req.generation, req.revision, result,
+            emit(self.signals.finished, req.generation, req.revision, result,
                                        time.perf_counter() - t)
 
 
@@ -169,7 +170,7 @@ class SegmentationWorker(QObject):
         self._pending = {"scribbles": np.array(scribbles, dtype=np.int32, copy=True),
                          "revision": int(revision), "method": method,
                          "options": tuple(sorted(options.items()))}
-        self.busy.emit(True)
+        emit(self.busy, True)
         if debounce:
             self._timer.start()
         else:
@@ -183,7 +184,7 @@ class SegmentationWorker(QObject):
         self._cancel.set()
         self._generation += 1  # whatever is in flight is stale now
         if self._running == 0:
-            self.busy.emit(False)
+            emit(self.busy, False)
 
     def wait_idle(self, msecs: int = 5000) -> bool:
         """Block until the pool is idle (for shutdown and tests)."""
@@ -204,19 +205,19 @@ class SegmentationWorker(QObject):
     def _job_done(self) -> None:
         self._running -= 1
         if not self.is_busy:
-            self.busy.emit(False)
+            emit(self.busy, False)
 
     def _on_finished(self, generation: int, revision: int, result: object,
                      seconds: float) -> None:
         self._job_done()
         if generation == self._generation:  # stale generations are dropped
-            self.resultReady.emit(revision, result, seconds)
+            emit(self.resultReady, revision, result, seconds)
 
     def _on_failed(self, generation: int, revision: int, message: str) -> None:
         self._job_done()
         if generation == self._generation:
-            self.failed.emit(revision, message)
+            emit(self.failed, revision, message)
 
     def _on_cancelled(self, generation: int, revision: int) -> None:
         self._job_done()
-        self.cancelled.emit(revision)
+        emit(self.cancelled, revision)

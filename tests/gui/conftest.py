@@ -41,8 +41,15 @@ def _isolated_qsettings(tmp_path_factory):
     folder = tmp_path_factory.mktemp("qsettings")
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_qsettings():
+    """Every test starts from default settings (app.run renames the application)."""
     QCoreApplication.setOrganizationName("segapp-tests")
     QCoreApplication.setApplicationName("segapp-tests")
+    QSettings().clear()
     yield
 
 

@@ -341,3 +341,40 @@ def test_painting_a_12_megapixel_image_updates_only_dirty_rectangles(qtbot, make
     assert win.model.scribbles[1500, 1950] == 1
     assert all(isinstance(b, BBox) and b.width * b.height < 40 * 40 for b in boxes)
     assert elapsed / len(pts) < 0.05, f"{elapsed / len(pts) * 1000:.1f} ms per mouse move"
+
+
+def test_run_opens_the_given_image_and_exits_cleanly(image_path, tmp_path):
+    # In a subprocess: QApplication.exec() returning marks the application as closing, which
+    # would break every later test of this process.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = f"""
+import sys
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from segapp.gui import app
+
+def check():
+    win = app.run.window
+    if win is None or win.model is None:
+        QTimer.singleShot(20, check)
+        return
+    print(win.windowTitle(), win.model.shape)
+    win.close()
+    QApplication.quit()
+
+app.make_application()
+QTimer.singleShot(20, check)
+sys.exit(app.run({str(image_path)!r}))
+"""
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_DATA_HOME": str(tmp_path / "d"),
+           "XDG_CONFIG_HOME": str(tmp_path / "c"),
+           "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "disc.png — segapp (90, 120)"
