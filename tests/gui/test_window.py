@@ -378,3 +378,22 @@ sys.exit(app.run({str(image_path)!r}))
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "disc.png — segapp (90, 120)"
+
+
+def test_boundaries_view_opacity_slider_and_about_text(qtbot, window):
+    from segapp.gui.main_window import ABOUT_HTML
+    from segapp.gui.qimage import qimage_to_rgb
+
+    win = window
+    segment(qtbot, win)
+    filled = win.canvas._overlay_item.pixmap().toImage()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_D)  # boundaries only
+    edges = win.canvas._overlay_item.pixmap().toImage()
+    assert filled.pixelColor(60, 45).alpha() == 255  # disc centre: filled ...
+    assert edges.pixelColor(60, 45).alpha() == 0  # ... but not a boundary
+    column = [edges.pixelColor(60, y).alpha() for y in range(90)]
+    assert 0 < sum(a == 255 for a in column) < 10  # the disc's edge crosses this column
+    win.opacity_slider.setValue(20)
+    assert win.canvas._overlay_item.opacity() == pytest.approx(0.2)
+    assert qimage_to_rgb(edges).shape == (90, 120, 3)
+    assert "FAST-GE" in ABOUT_HTML and "Cucuringu" in ABOUT_HTML
