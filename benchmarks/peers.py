@@ -196,8 +196,8 @@ SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "ncut": ("ncut", {}, "segapp unconstrained normalized cut, Hungarian-matched"),
 }
 
-ALL_METHODS = ("fastge", "fastge_c8", "fastge_grey", "fastge_sigma", "ncut", "rw", "rw_tuned", "watershed",
-               "grabcut")
+ALL_METHODS = ("fastge", "fastge_c8", "fastge_grey", "fastge_sigma", "ncut", "rw", "rw_tuned",
+               "watershed", "grabcut")
 
 
 def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | None = None,
