@@ -1,0 +1,53 @@
+"""The result of one segmentation: labels, eigenvectors, timings and solver diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Segmentation:
+    """One k-way segmentation and how it was obtained.
+
+    Attributes
+    ----------
+    labels : ndarray (H, W) int32
+        Every pixel carries one of the user's label ids.
+    label_ids : tuple of int
+        The label ids present in the scribbles, sorted.
+    eigenvectors : ndarray (H, W, m) float32
+        The embedding vectors as images (d-weighted mean removed, L_H-normalised), for heatmaps.
+    eigenvalues : ndarray (m,)
+    timings : dict
+        Seconds per stage; ``total`` is their sum.
+    diagnostics : object
+        The eigensolver's report (:class:`segapp.lobpcg.SolverDiagnostics`) or None.
+    method : str
+    """
+
+    labels: np.ndarray
+    label_ids: tuple[int, ...]
+    eigenvectors: np.ndarray
+    eigenvalues: np.ndarray
+    timings: dict[str, float] = field(default_factory=dict)
+    diagnostics: object = None
+    method: str = "fastge"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.labels.shape  # type: ignore[return-value]
+
+    def fractions(self) -> dict[int, float]:
+        """Share of the pixels carrying each label id."""
+        counts = np.bincount(self.labels.ravel(), minlength=max(self.label_ids) + 1)
+        return {i: counts[i] / self.labels.size for i in self.label_ids}
+
+    def __repr__(self) -> str:
+        H, W = self.labels.shape
+        stages = ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items())
+        fr = ", ".join(f"{i}: {f:.1%}" for i, f in self.fractions().items())
+        return (f"Segmentation(method={self.method!r}, {W}×{H} px, labels {{{fr}}}, "
+                f"eigenvalues {np.array2string(np.asarray(self.eigenvalues), precision=3)}, "
+                f"timings [{stages}], {self.diagnostics!r})")
