@@ -1,0 +1,244 @@
+"""FAST-GE: constrained spectral segmentation by a generalized eigenproblem of two Laplacians.
+
+Cucuringu, Koutis, Chawla, Miller, Peng, "Simple and Scalable Constrained Clustering: A
+Generalized Spectral Method", AISTATS 2016.
+
+Pipeline (one :meth:`FastGE.update` per scribble edit):
+
+1. data graph ``G_D`` of the image (``segapp.graph``, §7.3), built once per image;
+2. ML / CL cliques of the strokes with the merge weights ``d_i d_j / (d_min d_max)`` (§4.7),
+   as exact diagonal + low-rank operators (``segapp.constraints``);
+3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.pencil``) by
+   LOBPCG (``segapp.lobpcg``) preconditioned by smoothed-aggregation AMG (§4.5,
+   ``segapp.amg``) built on ``L_D`` plus the strokes' sparsified must-link graph; the previous
+   eigenvectors (plus a source for each label whose strokes changed) seed the next solve;
+4. embedding (Fig. 2), k-means with restarts and a stroke-seeded start, or the Cheeger sweep
+   for k = 2 (§4.6), and Hungarian matching of clusters to the user's labels.
+
+``m`` defaults to k − 1: cannot-link cliques between k labels create k − 1 very small
+eigenvalues followed by a large gap, and asking for a k-th vector makes the slow k-th Ritz
+value govern the stopping test (measured 133 vs 10 iterations in early experiments).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..amg import DEFAULT_THETA, AMGPreconditioner
+from ..constraints import Constraints, build_constraints, sparsify
+from ..errors import InvalidInputError, SolverError
+from ..graph import ImageGraph, image_graph
+from ..lobpcg import SolverDiagnostics, lobpcg
+from ..partition import embed, kmeans, match_labels, sweep_cut
+from ..pencil import Pencil
+from ..result import Segmentation
+
+#: Relative diagonal shift of the matrix the AMG hierarchy is built on: small against the
+#: eigenvalues sought (so the preconditioner still inverts the smooth modes well) but enough
+#: to make the coarsest level non-singular.
+AMG_SHIFT = 1e-8
+
+#: Options that shape the image graph (see :func:`segapp.graph.image_graph`).
+GRAPH_OPTIONS = ("connectivity", "radius", "sigma", "sigma_scale", "color")
+
+DEFAULTS: dict[str, Any] = {
+    "constraint_weight": 1.0,
+    "n_vectors": None,
+    "kmeans_restarts": 10,
+    "k2_partition": "sweep",
+    "amg_theta": DEFAULT_THETA,
+    "maxiter": 300,
+    "eig_tol": 1e-3,
+    "res_tol": 1e-6,
+    "eigensolver": "segapp",
+    "on_nonconvergence": "raise",
+    "warm_start": True,
+    "seed": 0,
+}
+
+
+def check_choice(name: str, value: Any, allowed: tuple) -> None:
+    if value not in allowed:
+        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, allowed))}; "
+                                f"got {value!r}")
+
+
+class FastGE:
+    """FAST-GE on one image graph, keeping what can be reused between scribble edits."""
+
+    name = "fastge"
+    description = ("FAST-GE (Cucuringu et al. 2016): generalized eigenproblem L_G x = λ L_H x, "
+                   "AMG-preconditioned LOBPCG; the default")
+    constrained = True
+
+    @classmethod
+    def from_image(cls, image: np.ndarray, **options: Any) -> "FastGE":
+        """Build the image graph (graph options of :func:`segapp.graph.image_graph`), then the method."""
+        graph_opts = {k: options.pop(k) for k in GRAPH_OPTIONS if k in options}
+        t = time.perf_counter()
+        graph = image_graph(image, **graph_opts)
+        elapsed = time.perf_counter() - t
+        method = cls(graph, **options)
+        method.timings = {"graph": elapsed, **method.timings}
+        return method
+
+    def __init__(self, graph: ImageGraph, **options: Any) -> None:
+        self.graph = graph
+        unknown = sorted(set(options) - set(DEFAULTS))
+        if unknown:
+            raise InvalidInputError(
+                f"unknown option(s) {', '.join(unknown)} for method {self.name!r}; valid: "
+                f"{', '.join(sorted(set(DEFAULTS) | set(GRAPH_OPTIONS)))}")
+        self.options = {**DEFAULTS, **options}
+        o = self.options
+        check_choice("k2_partition", o["k2_partition"], ("sweep", "kmeans"))
+        check_choice("eigensolver", o["eigensolver"], ("segapp", "scipy"))
+        check_choice("on_nonconvergence", o["on_nonconvergence"], ("raise", "warn"))
+        if not (isinstance(o["kmeans_restarts"], (int, np.integer)) and o["kmeans_restarts"] >= 0):
+            raise InvalidInputError("kmeans_restarts must be a non-negative integer")
+        self.timings: dict[str, float] = {}
+        self.amg: AMGPreconditioner | None = None
+        self._X: np.ndarray | None = None
+        self._stroke_keys: dict[int, bytes] = {}
+
+    def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float]) -> None:
+        """Build the AMG hierarchy on ``L_D + L̃_ML + εD`` for the current strokes.
+
+        Rebuilt on every edit: the preconditioner must see the must-link edges. Measured at
+        250K pixels (4 labels, one stroke added): a Galerkin update of the previous hierarchy
+        (same aggregates, coarse operators corrected by ``Pᵀ ΔA P``, 0.03 s) needed 17 LOBPCG
+        iterations where a new hierarchy (0.4 s) needed 9, so rebuilding is faster overall.
+        """
+        g = self.graph
+        t = time.perf_counter()
+        self.amg = AMGPreconditioner(g.laplacian + ml_sparse + sp.diags(AMG_SHIFT * g.degrees),
+                                     theta=self.options["amg_theta"])
+        timings["amg_setup"] = time.perf_counter() - t
+
+    # -- the eigenproblem ------------------------------------------------------------------
+    def _n_vectors(self, k: int) -> int:
+        m = self.options["n_vectors"]
+        if m is None:
+            return k - 1
+        if not (isinstance(m, (int, np.integer)) and 1 <= m <= k):
+            raise InvalidInputError(f"n_vectors must be an integer between 1 and k={k}, got {m!r}")
+        return int(m)
+
+    def _initial_block(self, pencil: Pencil, cons: Constraints, m: int) -> tuple[np.ndarray, bool]:
+        """Previous eigenvectors when available, completed by one preconditioned source per label.
+
+        ``M u_a`` (u_a = degrees on label a's strokes) is one multigrid approximation of the
+        potential ``A⁻¹u_a``: smooth, nearly constant inside the region of stroke a, which is
+        what the eigenvectors look like. The initial Rayleigh–Ritz keeps the best m directions.
+        """
+        n, d = self.graph.n, self.graph.degrees
+        sources = np.zeros((n, cons.k))
+        for a, S in enumerate(cons.sets):
+            sources[S, a] = d[S]
+        if self._X is not None and self.options["warm_start"]:
+            # Old vectors first; labels whose strokes changed bring their own source, so the
+            # initial subspace already contains the direction the edit pulls towards.
+            changed = [a for a, (i, S) in enumerate(zip(cons.label_ids, cons.sets))
+                       if self._stroke_keys.get(i) != _key(S)]
+            extra = self.amg(sources[:, changed]) if changed else np.zeros((n, 0))
+            X0 = np.hstack([self._X, extra])
+            if X0.shape[1] >= m:
+                return X0, True
+        return self.amg(sources), False
+
+    def _solve(self, pencil: Pencil, X0: np.ndarray, m: int, cancel) -> tuple:
+        o = self.options
+        if o["eigensolver"] == "scipy":
+            return self._solve_scipy(pencil, X0, m)
+        lam, X, diag = lobpcg(pencil.A, pencil.B, X0, nev=m, M=self.amg, project=pencil.project,
+                              maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
+                              cancel=cancel)
+        return lam[:m], X[:, :m], diag
+
+    def _solve_scipy(self, pencil: Pencil, X0: np.ndarray, m: int) -> tuple:
+        """scipy's LOBPCG on the same pencil (for comparison; absolute residual tolerance)."""
+        from scipy.sparse.linalg import LinearOperator
+        from scipy.sparse.linalg import lobpcg as scipy_lobpcg
+        n = pencil.n
+        op = lambda f: LinearOperator((n, n), matvec=f, matmat=f, dtype=float)  # noqa: E731
+        X0 = pencil.project(X0)[:, :m]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lam, X, hist = scipy_lobpcg(op(pencil.A), X0, B=op(pencil.B), M=op(self.amg),
+                                        Y=np.ones((n, 1)), tol=self.options["res_tol"],
+                                        maxiter=self.options["maxiter"], largest=False,
+                                        retResidualNormsHistory=True)
+        diag = SolverDiagnostics(iterations=len(hist) - 1, eigenvalues=lam,
+                                 residuals=np.asarray(hist[-1]), converged=True,
+                                 reason="scipy lobpcg (absolute residual tolerance)")
+        return lam, X, diag
+
+    # -- one edit --------------------------------------------------------------------------
+    def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
+               confidence: np.ndarray | None = None) -> Segmentation:
+        o = self.options
+        g = self.graph
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        cons = build_constraints(scribbles, g.degrees, constraint_weight=o["constraint_weight"],
+                                 confidence=confidence)
+        ml_sparse = sparsify(cons, g.n)
+        timings["constraints"] = time.perf_counter() - t
+
+        self._preconditioner(ml_sparse, timings)
+        self.amg.cancel = cancel
+
+        t = time.perf_counter()
+        pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+        m = self._n_vectors(cons.k)
+        X0, warm = self._initial_block(pencil, cons, m)
+        try:
+            lam, X, diag = self._solve(pencil, X0, m, cancel)
+        finally:
+            self.amg.cancel = None
+        diag.warm_start = warm
+        diag.preconditioner_applications = self.amg.applications
+
+        timings["eigensolver"] = time.perf_counter() - t
+        if not diag.converged:
+            msg = (f"the eigensolver did not converge in {diag.iterations} iterations "
+                   f"(largest relative residual {np.max(diag.residuals):.1e}); "
+                   "try a larger maxiter or a smaller constraint_weight")
+            if o["on_nonconvergence"] == "raise":
+                raise SolverError(msg, diag)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        self._X = X
+        self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
+
+        t = time.perf_counter()
+        labels, V = partition(X, pencil, cons, k2_partition=o["k2_partition"],
+                              restarts=o["kmeans_restarts"], seed=o["seed"])
+        timings["partition"] = time.perf_counter() - t
+        H, W = g.shape
+        return Segmentation(labels.reshape(H, W), cons.label_ids,
+                            V.reshape(H, W, -1).astype(np.float32), np.asarray(lam), timings,
+                            diag, self.name)
+
+
+def _key(S: np.ndarray) -> bytes:
+    """Fingerprint of a stroke pixel set (to tell which labels an edit changed)."""
+    return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()
+
+
+def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition: str = "sweep",
+              restarts: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Labels (user ids, flat) and the embedding vectors of eigenvectors X (§4.4, §4.6)."""
+    k = cons.k
+    U, _, V = embed(X, pencil)
+    if k == 2 and k2_partition == "sweep":
+        mask = sweep_cut(V[:, 0], pencil, cons)
+        return match_labels(mask.astype(np.int64), cons.sets, cons.label_ids, 2), V
+    seeds = np.array([U[S].mean(axis=0) for S in cons.sets])
+    codes = kmeans(U, k, seeds=seeds, restarts=restarts, rng=np.random.default_rng(seed))
+    return match_labels(codes, cons.sets, cons.label_ids, k), V

@@ -1,0 +1,65 @@
+"""Unconstrained spectral clustering (normalized cut), the baseline of every paper here.
+
+Shi & Malik's relaxation ``L_D x = λ D x`` on the same image graph as FAST-GE (FAST-GE's
+problem with no constraint edges: ``H = K``, footnote 1 of §4.3), k − 1 … k smallest
+non-trivial eigenvectors by the same AMG-preconditioned LOBPCG, embedding of Fig. 2, k-means
+with random k-means++ restarts only (no stroke seeding: the strokes must not steer the
+clustering), and only then Hungarian matching of the clusters to the user's labels by stroke
+overlap — the strokes name the clusters, they do not shape them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..constraints import stroke_sets
+from ..lobpcg import lobpcg
+from ..partition import embed, kmeans, match_labels
+from ..pencil import Pencil
+from ..result import Segmentation
+from .fastge import FastGE
+
+
+class NCut(FastGE):
+    """Normalized-cut spectral clustering on the image graph; strokes only name the clusters."""
+
+    name = "ncut"
+    description = ("unconstrained normalized-cut spectral clustering (Shi & Malik 2000); "
+                   "strokes only name the clusters — the papers' baseline")
+    constrained = False
+
+    def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
+               confidence: np.ndarray | None = None) -> Segmentation:
+        g, o = self.graph, self.options
+        label_ids, sets = stroke_sets(scribbles, g.n)
+        k = len(label_ids)
+        m = k if o["n_vectors"] is None else self._n_vectors(k)
+        t = time.perf_counter()
+        pencil = Pencil(g.laplacian, g.degrees)
+        rng = np.random.default_rng(o["seed"])
+        timings: dict[str, float] = {}
+        if self.amg is None:  # no strokes in the graph: one hierarchy serves every edit
+            self._preconditioner(sp.csr_matrix((g.n, g.n)), timings)
+        X0 = self._X if (self._X is not None and self._X.shape[1] == m) else \
+            self.amg(rng.standard_normal((g.n, m)))
+        self.amg.cancel = cancel
+        try:
+            lam, X, diag = lobpcg(pencil.A, pencil.B, X0, M=self.amg, project=pencil.project,
+                                  maxiter=o["maxiter"], eig_tol=o["eig_tol"],
+                                  res_tol=o["res_tol"], cancel=cancel)
+        finally:
+            self.amg.cancel = None
+        self._X = X
+        timings["eigensolver"] = time.perf_counter() - t
+        t = time.perf_counter()
+        U, _, V = embed(X, pencil)
+        codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng)
+        labels = match_labels(codes, sets, label_ids, k)
+        timings["partition"] = time.perf_counter() - t
+        H, W = g.shape
+        return Segmentation(labels.reshape(H, W), label_ids,
+                            V.reshape(H, W, -1).astype(np.float32), lam, timings, diag, self.name)

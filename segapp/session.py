@@ -1,0 +1,131 @@
+"""Incremental segmentation: one image, many scribble edits.
+
+:class:`Session` validates the image once, lets the chosen method build what it can reuse
+(image graph, multigrid hierarchy) and then answers :meth:`Session.update` for every edit,
+warm-starting from the previous solution. :func:`segment` is the one-shot form.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from . import methods
+from .errors import InvalidInputError
+from .result import Segmentation
+
+
+def as_float_image(image: np.ndarray) -> np.ndarray:
+    """Validate an image array and return it as float32 in [0, 1], (H, W) or (H, W, 3).
+
+    Integer images are scaled by their dtype's range; RGBA loses its alpha channel; a single
+    channel third axis is squeezed.
+    """
+    img = np.asarray(image)
+    if img.ndim == 3 and img.shape[2] == 1:
+        img = img[:, :, 0]
+    if img.ndim == 3 and img.shape[2] == 4:
+        img = img[:, :, :3]
+    if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] != 3):
+        raise InvalidInputError(
+            f"image must be (H, W) grey or (H, W, 3) colour; got shape {img.shape}")
+    if min(img.shape[:2]) < 2:
+        raise InvalidInputError(f"image of shape {img.shape[:2]} is too small to segment")
+    if img.dtype == bool:
+        return img.astype(np.float32)
+    if np.issubdtype(img.dtype, np.integer):
+        info = np.iinfo(img.dtype)
+        if info.min < 0 and img.min() < 0:
+            raise InvalidInputError("integer image with negative values")
+        return (img.astype(np.float32) / float(info.max))
+    if not np.issubdtype(img.dtype, np.floating):
+        raise InvalidInputError(f"unsupported image dtype {img.dtype}")
+    if not np.all(np.isfinite(img)):
+        raise InvalidInputError("image contains NaN or infinite values")
+    lo, hi = float(img.min()), float(img.max())
+    if lo < 0 or hi > 1:
+        raise InvalidInputError(
+            f"float image values must lie in [0, 1]; got [{lo:.3g}, {hi:.3g}]")
+    return img.astype(np.float32)
+
+
+class Session:
+    """Segment one image again and again as its scribbles change.
+
+    Parameters
+    ----------
+    image : ndarray
+        (H, W) grey or (H, W, 3) colour; uint8/uint16, or float in [0, 1].
+    method : str
+        One of :func:`segapp.available_methods`.
+    **options
+        The method's options (for FAST-GE: ``connectivity``, ``radius``, ``sigma``,
+        ``sigma_scale``, ``color``, ``constraint_weight``, ``n_vectors``, ``kmeans_restarts``,
+        ``k2_partition``, ``amg_theta``, ``maxiter``, ``eig_tol``, ``res_tol``, ``eigensolver``,
+        ``on_nonconvergence``, ``warm_start``, ``seed``). A change of image or of a graph
+        option needs a new session.
+
+    Examples
+    --------
+    >>> sess = Session(image)                      # doctest: +SKIP
+    >>> result = sess.update(scribbles)            # doctest: +SKIP
+    >>> scribbles[10:12, 5:40] = 3; sess.update(scribbles)   # warm re-solve  # doctest: +SKIP
+    """
+
+    def __init__(self, image: np.ndarray, *, method: str = "fastge", **options: Any) -> None:
+        t = time.perf_counter()
+        self.image = as_float_image(image)
+        self.shape: tuple[int, int] = self.image.shape[:2]  # type: ignore[assignment]
+        self.method_name = method
+        self.options = dict(options)
+        self._method = methods.create(method, self.image, **options)
+        self._setup_timings = dict(getattr(self._method, "timings", {}))
+        self._setup_total = time.perf_counter() - t
+        self.revision = 0
+
+    def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
+               confidence: np.ndarray | None = None) -> Segmentation:
+        """Segment with the current scribbles (0 = unlabelled, else the user's label id).
+
+        The first call's timings include the session's set-up stages (graph, AMG set-up).
+        """
+        s = np.asarray(scribbles)
+        if s.shape != self.shape:
+            raise InvalidInputError(
+                f"scribbles are {s.shape[1] if s.ndim > 1 else '?'}×{s.shape[0]} but the image "
+                f"is {self.shape[1]}×{self.shape[0]}")
+        t = time.perf_counter()
+        result = self._method.update(s, cancel=cancel, confidence=confidence)
+        elapsed = time.perf_counter() - t
+        if self.revision == 0:
+            result.timings = {**self._setup_timings, **result.timings}
+            elapsed += self._setup_total
+        result.timings["total"] = elapsed
+        self.revision += 1
+        return result
+
+
+def segment(image: np.ndarray, scribbles: np.ndarray, *, method: str = "fastge",
+            **options: Any) -> Segmentation:
+    """Segment an image from scribbles in one call (a one-edit :class:`Session`).
+
+    Parameters
+    ----------
+    image : ndarray
+        (H, W) or (H, W, 3); uint8/uint16, or float in [0, 1].
+    scribbles : ndarray of int, (H, W)
+        0 = unlabelled, 1..9 = label ids, as in :func:`skimage.segmentation.random_walker`;
+        at least two labels.
+    method : str
+        ``"fastge"`` (default) or another of :func:`segapp.available_methods`.
+    **options
+        See :class:`Session`.
+
+    Returns
+    -------
+    Segmentation
+        ``labels`` carry the user's label ids.
+    """
+    return Session(image, method=method, **options).update(scribbles)
