@@ -8,8 +8,8 @@
 from .errors import Cancelled, InvalidInputError, SegappError, SolverError
 from .methods import available_methods
 from .result import Segmentation
-from .session import Session, segment
+from .session import Session, cluster, segment
 
 __version__ = "0.1.0"
-__all__ = ["segment", "Session", "Segmentation", "available_methods", "SegappError",
+__all__ = ["segment", "cluster", "Session", "Segmentation", "available_methods", "SegappError",
            "InvalidInputError", "SolverError", "Cancelled", "__version__"]

@@ -24,7 +24,7 @@ times the typical contrast about 0.01.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,32 +47,62 @@ def laplacian(W: sp.spmatrix) -> sp.csr_matrix:
 
 
 @dataclass
-class ImageGraph:
-    """A pixel-grid graph: Laplacian of the data graph G_D plus what was used to build it.
+class Graph:
+    """The data graph G_D as the solver sees it: Laplacian, degrees, and the shape of the data.
 
     Attributes
     ----------
     laplacian : scipy.sparse.csr_matrix
-        ``L_D = D − W``, n × n with n = H·W, pixels in row-major order.
+        ``L_D = D − W``, n × n; for images n = H·W, pixels in row-major order.
     degrees : ndarray, shape (n,)
         ``d_i = Σ_j w_ij``.
     shape : tuple of int
-        ``(H, W)`` of the image.
+        ``(H, W)`` for an image, ``(n,)`` for any other graph; labels and eigenvectors of a
+        result come back in this shape.
     sigma : float
-        The RBF width actually used.
+        The RBF width used (NaN for a graph given as an adjacency matrix).
     offsets : list of (dy, dx)
-        The half-neighbourhood of grid offsets that define the edges.
+        The half-neighbourhood of grid offsets that define an image graph's edges.
     """
 
     laplacian: sp.csr_matrix
     degrees: np.ndarray
-    shape: tuple[int, int]
-    sigma: float
-    offsets: list[tuple[int, int]]
+    shape: tuple[int, ...]
+    sigma: float = float("nan")
+    offsets: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def n(self) -> int:
         return int(self.degrees.shape[0])
+
+
+#: Historical name: an image graph is a :class:`Graph` with a 2-D shape.
+ImageGraph = Graph
+
+
+def graph_from_adjacency(W: sp.spmatrix | np.ndarray) -> Graph:
+    """Wrap any symmetric, non-negative adjacency matrix (k-NN graphs, point clouds, meshes).
+
+    Raises
+    ------
+    InvalidInputError
+        If ``W`` is not square and symmetric with finite non-negative weights, or a vertex
+        has no edge (degree 0: the merge weights of §4.7 divide by ``d_min``).
+    """
+    W = sp.csr_matrix(W, dtype=np.float64)
+    if W.shape[0] != W.shape[1] or W.shape[0] < 2:
+        raise InvalidInputError(f"adjacency must be square with n ≥ 2; got shape {W.shape}")
+    W.setdiag(0)
+    W.eliminate_zeros()
+    if W.nnz and (not np.all(np.isfinite(W.data)) or W.data.min() < 0):
+        raise InvalidInputError("adjacency weights must be finite and non-negative")
+    if abs(W - W.T).max() > 1e-10 * max(abs(W).max(), 1e-300):
+        raise InvalidInputError("adjacency matrix must be symmetric")
+    L = laplacian(W)
+    d = L.diagonal().copy()
+    if d.min() <= 0:
+        raise InvalidInputError(f"{int(np.sum(d <= 0))} vertices have no edges (degree 0)")
+    return Graph(L, d, (W.shape[0],))
 
 
 def grid_offsets(connectivity: int = 4, radius: float | None = None) -> list[tuple[int, int]]:
@@ -129,7 +159,7 @@ def image_graph(
     sigma: float | None = None,
     sigma_scale: float = 1.0,
     color: bool = True,
-) -> ImageGraph:
+) -> Graph:
     """Build the RBF pixel-grid graph G_D of an image (FAST-GE §7.3), fully vectorised.
 
     Parameters
@@ -149,7 +179,7 @@ def image_graph(
 
     Returns
     -------
-    ImageGraph
+    Graph
     """
     feats = image_features(image, color)
     H, W = feats.shape[:2]
@@ -201,4 +231,4 @@ def image_graph(
     L = sp.dia_matrix((np.array(diags), np.array(diag_offsets)), shape=(n, n)).tocsr()
     L.eliminate_zeros()
     L.sort_indices()
-    return ImageGraph(L, degrees, (H, W), float(sigma), offsets)
+    return Graph(L, degrees, (H, W), float(sigma), offsets)

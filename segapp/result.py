@@ -13,12 +13,13 @@ class Segmentation:
 
     Attributes
     ----------
-    labels : ndarray (H, W) int32
-        Every pixel carries one of the user's label ids.
+    labels : ndarray (H, W) int32, or (n,) for a graph / point set
+        Every pixel (vertex) carries one of the user's label ids.
     label_ids : tuple of int
         The label ids present in the scribbles, sorted.
-    eigenvectors : ndarray (H, W, m) float32
-        The embedding vectors as images (d-weighted mean removed, L_H-normalised), for heatmaps.
+    eigenvectors : ndarray (H, W, m) float32, or (n, m)
+        The method's embedding as images (for FAST-GE the generalized eigenvectors with the
+        d-weighted mean removed, L_H-normalised), for heatmaps.
     eigenvalues : ndarray (m,)
     timings : dict
         Seconds per stage; ``total`` is their sum.
@@ -36,7 +37,7 @@ class Segmentation:
     method: str = "fastge"
 
     @property
-    def shape(self) -> tuple[int, int]:
+    def shape(self) -> tuple[int, ...]:
         return self.labels.shape  # type: ignore[return-value]
 
     def fractions(self) -> dict[int, float]:
@@ -45,9 +46,10 @@ class Segmentation:
         return {i: counts[i] / self.labels.size for i in self.label_ids}
 
     def __repr__(self) -> str:
-        H, W = self.labels.shape
+        size = ("×".join(map(str, self.labels.shape[::-1])) + " px" if self.labels.ndim == 2
+                else f"{self.labels.size} vertices")
         stages = ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items())
         fr = ", ".join(f"{i}: {f:.1%}" for i, f in self.fractions().items())
-        return (f"Segmentation(method={self.method!r}, {W}×{H} px, labels {{{fr}}}, "
+        return (f"Segmentation(method={self.method!r}, {size}, labels {{{fr}}}, "
                 f"eigenvalues {np.array2string(np.asarray(self.eigenvalues), precision=3)}, "
                 f"timings [{stages}], {self.diagnostics!r})")

@@ -129,3 +129,35 @@ def segment(image: np.ndarray, scribbles: np.ndarray, *, method: str = "fastge",
         ``labels`` carry the user's label ids.
     """
     return Session(image, method=method, **options).update(scribbles)
+
+
+def cluster(labels: np.ndarray, *, graph: Any = None, features: np.ndarray | None = None,
+            method: str = "fastge", **options: Any) -> Segmentation:
+    """Constrained clustering of any graph or point set (not only images).
+
+    Parameters
+    ----------
+    labels : ndarray of int, (n,)
+        0 = unlabelled, 1..k = the known label of a vertex; same label → must-link,
+        different labels → cannot-link.
+    graph : sparse matrix (n, n), optional
+        Symmetric non-negative adjacency (for graph methods such as FAST-GE).
+    features : ndarray (n, f), optional
+        Feature vectors (for landmark methods).
+    method : str
+        One of :func:`segapp.available_methods`.
+
+    Returns
+    -------
+    Segmentation
+        ``labels`` of shape (n,) carrying the given label ids.
+    """
+    lab = np.asarray(labels)
+    if lab.ndim != 1:
+        raise InvalidInputError(f"labels must be a 1-D array (n,), got shape {lab.shape}")
+    t = time.perf_counter()
+    m = methods.create_from_data(method, graph=graph, features=features, **options)
+    result = m.update(lab)
+    result.timings = {**getattr(m, "timings", {}), **result.timings}
+    result.timings["total"] = time.perf_counter() - t
+    return result

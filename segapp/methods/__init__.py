@@ -1,8 +1,8 @@
 """Segmentation methods, one module each, behind one interface.
 
-A method class is built once per image (``Method.from_image(image, **options)``) and then
-answers ``update(scribbles, cancel=None, confidence=None) -> Segmentation`` for every edit,
-keeping whatever it can reuse (graphs, multigrid hierarchies, previous eigenvectors).
+The interface is :class:`segapp.methods.base.Method`: built once per image
+(``from_image``) or per graph / feature matrix (``from_data``), then
+``update(scribbles, cancel=None, confidence=None) -> Segmentation`` for every edit.
 """
 
 from __future__ import annotations
@@ -23,11 +23,20 @@ def available_methods() -> list[tuple[str, str]]:
     return [(name, cls.description) for name, cls in REGISTRY.items()]
 
 
-def create(name: str, image: np.ndarray, **options: Any):
-    """Instantiate method ``name`` on an image."""
+def get(name: str) -> type:
+    """The method class registered as ``name``."""
     try:
-        cls = REGISTRY[name]
+        return REGISTRY[name]
     except KeyError:
         raise InvalidInputError(
             f"unknown method {name!r}; available: {', '.join(REGISTRY)}") from None
-    return cls.from_image(image, **options)
+
+
+def create(name: str, image: np.ndarray, **options: Any):
+    """Instantiate method ``name`` on an image."""
+    return get(name).from_image(image, **options)
+
+
+def create_from_data(name: str, *, graph=None, features=None, **options: Any):
+    """Instantiate method ``name`` on a graph and/or feature vectors (see :mod:`.base`)."""
+    return get(name).from_data(graph=graph, features=features, **options)

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..amg import DEFAULT_THETA, AMGPreconditioner
 from ..constraints import Constraints, build_constraints, sparsify
 from ..errors import InvalidInputError, SolverError
-from ..graph import ImageGraph, image_graph
+from ..graph import Graph, graph_from_adjacency, image_graph
 from ..lobpcg import SolverDiagnostics, lobpcg
 from ..partition import embed, kmeans, match_labels, sweep_cut
 from ..pencil import Pencil
@@ -88,7 +88,20 @@ class FastGE:
         method.timings = {"graph": elapsed, **method.timings}
         return method
 
-    def __init__(self, graph: ImageGraph, **options: Any) -> None:
+    @classmethod
+    def from_data(cls, *, graph: sp.spmatrix | None = None, features: np.ndarray | None = None,
+                  **options: Any) -> "FastGE":
+        """FAST-GE on any weighted graph (``features`` are not used by this method)."""
+        if graph is None:
+            raise InvalidInputError(f"method {cls.name!r} needs a graph (adjacency matrix)")
+        t = time.perf_counter()
+        g = graph_from_adjacency(graph)
+        elapsed = time.perf_counter() - t
+        method = cls(g, **options)
+        method.timings = {"graph": elapsed, **method.timings}
+        return method
+
+    def __init__(self, graph: Graph, **options: Any) -> None:
         self.graph = graph
         unknown = sorted(set(options) - set(DEFAULTS))
         if unknown:
@@ -220,9 +233,8 @@ class FastGE:
         labels, V = partition(X, pencil, cons, k2_partition=o["k2_partition"],
                               restarts=o["kmeans_restarts"], seed=o["seed"])
         timings["partition"] = time.perf_counter() - t
-        H, W = g.shape
-        return Segmentation(labels.reshape(H, W), cons.label_ids,
-                            V.reshape(H, W, -1).astype(np.float32), np.asarray(lam), timings,
+        return Segmentation(labels.reshape(g.shape), cons.label_ids,
+                            V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
                             diag, self.name)
 
 

@@ -60,6 +60,5 @@ class NCut(FastGE):
         codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng)
         labels = match_labels(codes, sets, label_ids, k)
         timings["partition"] = time.perf_counter() - t
-        H, W = g.shape
-        return Segmentation(labels.reshape(H, W), label_ids,
-                            V.reshape(H, W, -1).astype(np.float32), lam, timings, diag, self.name)
+        return Segmentation(labels.reshape(g.shape), label_ids,
+                            V.reshape(*g.shape, -1).astype(np.float32), lam, timings, diag, self.name)
