@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ..amg import DEFAULT_THETA, AMGPreconditioner
 from ..constraints import Constraints, build_constraints, sparsify
-from ..errors import InvalidInputError, SolverError
+from ..errors import Cancelled, InvalidInputError, SolverError
 from ..graph import Graph, graph_from_adjacency, image_graph
 from ..lobpcg import SolverDiagnostics, lobpcg
 from ..partition import embed, kmeans, match_labels, sweep_cut
@@ -204,7 +204,9 @@ class FastGE:
         ml_sparse = sparsify(cons, g.n)
         timings["constraints"] = time.perf_counter() - t
 
+        _check(cancel)
         self._preconditioner(ml_sparse, timings)
+        _check(cancel)  # the hierarchy's set-up itself cannot be interrupted
         self.amg.cancel = cancel
 
         t = time.perf_counter()
@@ -229,6 +231,7 @@ class FastGE:
         self._X = X
         self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
 
+        _check(cancel)
         t = time.perf_counter()
         labels, V = partition(X, pencil, cons, k2_partition=o["k2_partition"],
                               restarts=o["kmeans_restarts"], seed=o["seed"])
@@ -236,6 +239,11 @@ class FastGE:
         return Segmentation(labels.reshape(g.shape), cons.label_ids,
                             V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
                             diag, self.name)
+
+
+def _check(cancel: Callable[[], bool] | None) -> None:
+    if cancel is not None and cancel():
+        raise Cancelled("solve cancelled")
 
 
 def _key(S: np.ndarray) -> bytes:
