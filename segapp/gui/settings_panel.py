@@ -107,9 +107,15 @@ class SettingsPanel(QWidget):
     def options(self) -> dict[str, Any]:
         """Keyword options for :class:`segapp.Session` (σ = None means automatic)."""
         v = self.values()
-        return {"sigma": v["sigma"] or None, "connectivity": v["connectivity"],
+        opts = {"sigma": v["sigma"] or None, "connectivity": v["connectivity"],
                 "constraint_weight": v["constraint_weight"],
                 "kmeans_restarts": v["kmeans_restarts"]}
+        try:  # each method gets only the options it knows
+            from segapp.methods import option_names
+            accepted = option_names(v["method"])
+        except Exception:
+            return opts
+        return {k: val for k, val in opts.items() if k in accepted}
 
     def set_values(self, values: dict[str, Any]) -> None:
         """Set from a dict (unknown keys ignored, bad values replaced by defaults)."""

@@ -32,6 +32,15 @@ def get(name: str) -> type:
             f"unknown method {name!r}; available: {', '.join(REGISTRY)}") from None
 
 
+def option_names(name: str) -> set[str]:
+    """Options method ``name`` accepts (its ``defaults`` and ``graph_options`` attributes).
+
+    Lets a caller with settings for several methods (the desktop app) pass each only its own.
+    """
+    cls = get(name)
+    return set(getattr(cls, "defaults", {})) | set(getattr(cls, "graph_options", ()))
+
+
 def create(name: str, image: np.ndarray, **options: Any):
     """Instantiate method ``name`` on an image."""
     return get(name).from_image(image, **options)

@@ -34,6 +34,7 @@ class Method(Protocol):
     name: ClassVar[str]          #: registry key, used by ``--method`` and the app
     description: ClassVar[str]   #: one line for ``segapp methods``
     constrained: ClassVar[bool]  #: False for the unconstrained baseline
+    defaults: ClassVar[dict[str, Any]]  #: accepted options and their defaults
 
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "Method": ...

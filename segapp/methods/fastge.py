@@ -76,6 +76,9 @@ class FastGE:
     description = ("FAST-GE (Cucuringu et al. 2016): generalized eigenproblem L_G x = λ L_H x, "
                    "AMG-preconditioned LOBPCG; the default")
     constrained = True
+    #: Option names with their defaults (graph options are listed separately).
+    defaults = DEFAULTS
+    graph_options = GRAPH_OPTIONS
 
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "FastGE":
