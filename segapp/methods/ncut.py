@@ -32,8 +32,8 @@ class NCut(FastGE):
                    "strokes only name the clusters — the papers' baseline")
     constrained = False
 
-    def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
+    def _update(self, scribbles: np.ndarray, cancel: Callable[[], bool] | None,
+                confidence: np.ndarray | None) -> Segmentation:
         g, o = self.graph, self.options
         label_ids, sets = stroke_sets(scribbles, g.n)
         k = len(label_ids)
