@@ -124,7 +124,8 @@ class FastGE:
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
 
-    def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float]) -> None:
+    def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
+                        cancel: Callable[[], bool] | None = None) -> None:
         """Build the AMG hierarchy on ``L_D + L̃_ML + εD`` for the current strokes.
 
         Rebuilt on every edit: the preconditioner must see the must-link edges. Measured at
@@ -135,7 +136,7 @@ class FastGE:
         g = self.graph
         t = time.perf_counter()
         self.amg = AMGPreconditioner(g.laplacian + ml_sparse + sp.diags(AMG_SHIFT * g.degrees),
-                                     theta=self.options["amg_theta"])
+                                     theta=self.options["amg_theta"], cancel=cancel)
         timings["amg_setup"] = time.perf_counter() - t
 
     # -- the eigenproblem ------------------------------------------------------------------
@@ -218,9 +219,7 @@ class FastGE:
         ml_sparse = sparsify(cons, g.n)
         timings["constraints"] = time.perf_counter() - t
 
-        _check(cancel)
-        self._preconditioner(ml_sparse, timings)
-        _check(cancel)  # the hierarchy's set-up itself cannot be interrupted
+        self._preconditioner(ml_sparse, timings, cancel)
         self.amg.cancel = cancel
 
         t = time.perf_counter()

@@ -43,7 +43,7 @@ class NCut(FastGE):
         rng = np.random.default_rng(o["seed"])
         timings: dict[str, float] = {}
         if self.amg is None:  # no strokes in the graph: one hierarchy serves every edit
-            self._preconditioner(sp.csr_matrix((g.n, g.n)), timings)
+            self._preconditioner(sp.csr_matrix((g.n, g.n)), timings, cancel)
         X0 = self._X if (self._X is not None and self._X.shape[1] == m) else \
             self.amg(rng.standard_normal((g.n, m)))
         self.amg.cancel = cancel
