@@ -76,7 +76,8 @@ def kmeans(U: np.ndarray, k: int, *, seeds: np.ndarray | None = None, restarts: 
         for _ in range(restarts):
             c, _ = kmeans2(sample, k, iter=iterations, minit="++", seed=rng, check_finite=False)
             candidates.append(c)
-        scored = sorted(candidates, key=lambda c: _objective(U, c)[1])[:3]
+        # Rank on the sample (ranking on all rows cost one full pass per candidate).
+        scored = sorted(candidates, key=lambda c: _objective(sample, c)[1])[:3]
         best_codes, best_obj = None, np.inf
         for c in scored:
             if n > sample.shape[0]:
