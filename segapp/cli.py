@@ -29,9 +29,9 @@ EXIT_SOLVER, EXIT_INPUT, EXIT_OUTPUT = 1, 2, 3
 #: FAST-GE options with their own flags: (flag, option name, type, help).
 _FLAGS: list[tuple[str, str, type, str]] = [
     ("--sigma", "sigma", float,
-     "RBF width in colour units (0..1); default: data-driven, sigma-scale × RMS of neighbour "
-     "differences"),
-    ("--sigma-scale", "sigma_scale", float, "multiplier of the data-driven sigma"),
+     "RBF width in colour units (0..1); default: data-driven, sigma-scale × mean colour "
+     "distance of neighbouring pixels"),
+    ("--sigma-scale", "sigma_scale", float, "multiplier of the data-driven sigma (default 0.4)"),
     ("--connectivity", "connectivity", int, "pixel neighbourhood, 4 or 8"),
     ("--radius", "radius", float,
      "join all pixels within this distance (overrides --connectivity; 2 gives 12 neighbours)"),
