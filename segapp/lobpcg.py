@@ -76,6 +76,19 @@ def _svqb(G: np.ndarray) -> np.ndarray:
     return (scale[:, None] * V[:, keep]) / np.sqrt(w[keep])
 
 
+def _gram(Ss: list[np.ndarray], OSs: list[np.ndarray]) -> np.ndarray:
+    """Symmetric Gram matrix ``[S_i]ᵀ[OS_j]`` from its upper blocks (the operator is symmetric)."""
+    sizes = [S.shape[1] for S in Ss]
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    G = np.empty((off[-1], off[-1]))
+    for i, S in enumerate(Ss):
+        for j in range(i, len(Ss)):
+            blk = S.T @ OSs[j]
+            G[off[i]:off[i + 1], off[j]:off[j + 1]] = blk
+            G[off[j]:off[j + 1], off[i]:off[i + 1]] = blk.T
+    return G
+
+
 def lobpcg(
     A: Operator,
     B: Operator,
@@ -197,8 +210,7 @@ def lobpcg(
         Ss, ASs, BSs = [X, W], [AX, AW], [BX, BW]
         if P is not None:
             Ss.append(P), ASs.append(AP), BSs.append(BP)
-        GA = np.block([[U.T @ AV for AV in ASs] for U in Ss])
-        GB = np.block([[U.T @ BV for BV in BSs] for U in Ss])
+        GA, GB = _gram(Ss, ASs), _gram(Ss, BSs)
         try:
             T = _svqb(GB)
             theta, C = np.linalg.eigh(T.T @ ((GA + GA.T) / 2) @ T)
