@@ -55,6 +55,12 @@ MAX_LEVELS = 20
 OMEGA = 4.0 / 3.0
 
 
+def _abs_row_sums(A: sp.csr_matrix) -> np.ndarray:
+    """``Σ_j |a_ij|`` per row, straight from the CSR arrays (no |A| copy)."""
+    absA = sp.csr_matrix((np.abs(A.data), A.indices, A.indptr), shape=A.shape)
+    return absA @ np.ones(A.shape[0])
+
+
 def build_hierarchy(A: sp.csr_matrix, theta: float,
                     cancel: Callable[[], bool] | None = None
                     ) -> tuple[list[sp.csr_matrix], list[sp.csr_matrix]]:
@@ -68,7 +74,9 @@ def build_hierarchy(A: sp.csr_matrix, theta: float,
     while A.shape[0] > MAX_COARSE and len(ops) < MAX_LEVELS:
         check()
         C = symmetric_strength_of_connection(A, theta)
+        check()
         AggOp = standard_aggregation(C)[0].tocsr()
+        check()
         nc = AggOp.shape[1]
         if nc == 0 or nc >= A.shape[0]:
             break  # no coarsening possible
@@ -77,14 +85,20 @@ def build_hierarchy(A: sp.csr_matrix, theta: float,
         diag = A.diagonal()
         dinv = np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 0.0)
         DinvA = sp.csr_matrix(sp.diags(dinv) @ A)
+        check()
         if len(ops) == 1:
-            rho = float(np.max(np.asarray(abs(DinvA).sum(axis=1)).ravel()))
+            rho = float(np.max(_abs_row_sums(DinvA)))
         else:
             check()
-            rho = float(approximate_spectral_radius(DinvA))
+            # A fixed start vector: PyAMG's default is random, which made coarse sizes vary
+            # from run to run.
+            x0 = np.random.default_rng(0).random((A.shape[0], 1))
+            rho = float(approximate_spectral_radius(DinvA, initial_guess=x0))
         P = (T - (OMEGA / rho) * (DinvA @ T)).tocsr()
         check()
-        A = (P.T @ A @ P).tocsr()
+        AP = A @ P
+        check()
+        A = (P.T.tocsr() @ AP).tocsr()
         A.sum_duplicates()
         Ps.append(P)
         ops.append(A)

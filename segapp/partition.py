@@ -25,6 +25,7 @@ each cluster, so label 3's strokes come out as label 3.
 from __future__ import annotations
 
 import warnings
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +33,7 @@ from scipy.cluster.vq import kmeans2, vq
 from scipy.optimize import linear_sum_assignment
 
 from .constraints import Constraints
+from .errors import Cancelled
 from .pencil import Pencil
 
 #: Rows used for the k-means restarts on large images.
@@ -58,11 +60,16 @@ def _objective(U: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def kmeans(U: np.ndarray, k: int, *, seeds: np.ndarray | None = None, restarts: int = 10,
-           rng: np.random.Generator | None = None, iterations: int = 20) -> np.ndarray:
+           rng: np.random.Generator | None = None, iterations: int = 20,
+           cancel: Callable[[], bool] | None = None) -> np.ndarray:
     """Best-of-``restarts`` k-means of the rows of U; ``seeds`` (k × m) adds one seeded start.
 
-    Returns cluster codes (n,) in 0..k−1.
+    Returns cluster codes (n,) in 0..k−1. ``cancel`` is checked between restarts.
     """
+    def check() -> None:
+        if cancel is not None and cancel():
+            raise Cancelled("solve cancelled")
+
     rng = rng if rng is not None else np.random.default_rng(0)
     n = U.shape[0]
     sample = U if n <= KMEANS_SAMPLE else U[rng.choice(n, KMEANS_SAMPLE, replace=False)]
@@ -74,12 +81,14 @@ def kmeans(U: np.ndarray, k: int, *, seeds: np.ndarray | None = None, restarts: 
                            check_finite=False)
             candidates.append(c)
         for _ in range(restarts):
+            check()
             c, _ = kmeans2(sample, k, iter=iterations, minit="++", seed=rng, check_finite=False)
             candidates.append(c)
         # Rank on the sample (ranking on all rows cost one full pass per candidate).
         scored = sorted(candidates, key=lambda c: _objective(sample, c)[1])[:3]
         best_codes, best_obj = None, np.inf
         for c in scored:
+            check()
             if n > sample.shape[0]:
                 c, _ = kmeans2(U, c, iter=5, minit="matrix", check_finite=False)
             codes, obj = _objective(U, c)

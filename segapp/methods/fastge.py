@@ -247,7 +247,7 @@ class FastGE:
         _check(cancel)
         t = time.perf_counter()
         labels, V = partition(X, pencil, cons, k2_partition=o["k2_partition"],
-                              restarts=o["kmeans_restarts"], seed=o["seed"])
+                              restarts=o["kmeans_restarts"], seed=o["seed"], cancel=cancel)
         timings["partition"] = time.perf_counter() - t
         return Segmentation(labels.reshape(g.shape), cons.label_ids,
                             V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
@@ -265,7 +265,8 @@ def _key(S: np.ndarray) -> bytes:
 
 
 def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition: str = "sweep",
-              restarts: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+              restarts: int = 10, seed: int = 0,
+              cancel: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Labels (user ids, flat) and the embedding vectors of eigenvectors X (§4.4, §4.6)."""
     k = cons.k
     U, _, V = embed(X, pencil)
@@ -273,5 +274,6 @@ def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition:
         mask = sweep_cut(V[:, 0], pencil, cons)
         return match_labels(mask.astype(np.int64), cons.sets, cons.label_ids, 2), V
     seeds = np.array([U[S].mean(axis=0) for S in cons.sets])
-    codes = kmeans(U, k, seeds=seeds, restarts=restarts, rng=np.random.default_rng(seed))
+    codes = kmeans(U, k, seeds=seeds, restarts=restarts, rng=np.random.default_rng(seed),
+                   cancel=cancel)
     return match_labels(codes, cons.sets, cons.label_ids, k), V
