@@ -177,15 +177,22 @@ def lobpcg(
             out += V @ C[b * m:(b + 1) * m]
         return out
 
-    # Initial Rayleigh–Ritz on span(X0).
+    # Initial Rayleigh–Ritz on span(X0). A block that is numerically rank-deficient (e.g. a
+    # preconditioned random block on a disconnected graph, where the null-space directions
+    # swamp the others) is completed with random directions, once.
     X = proj(np.asarray(X0, dtype=np.float64))
-    AX, BX = A(X), B(X)
-    check(AX, BX)
-    observe(X, AX, BX)
-    try:
-        T = _svqb(X.T @ BX)
-    except np.linalg.LinAlgError as exc:
-        raise SolverError("initial block is degenerate", diag) from exc
+    for attempt in range(2):
+        AX, BX = A(X), B(X)
+        check(AX, BX)
+        observe(X, AX, BX)
+        try:
+            T = _svqb(X.T @ BX)
+        except np.linalg.LinAlgError as exc:
+            raise SolverError("initial block is degenerate", diag) from exc
+        if T.shape[1] >= nev or attempt == 1:
+            break
+        extra = np.random.default_rng(0).standard_normal((X.shape[0], nev - T.shape[1]))
+        X = np.hstack([X @ T, proj(extra)])
     lam, C = np.linalg.eigh(T.T @ (X.T @ AX) @ T)
     m = min(m, C.shape[1])  # a rank-deficient initial block shrinks to its rank
     if m < nev:
