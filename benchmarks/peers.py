@@ -10,9 +10,9 @@ Methods
 -------
 ``fastge``, ``fastge_c8``, ``fastge_grey``
     segapp FAST-GE with default options, with ``connectivity=8``, with ``color=False``.
-``fastge_r3``
-    segapp FAST-GE on a wider graph: every pixel joined to all pixels within radius 3
-    (28 neighbours), to measure how the graph's reach affects quality.
+``fastge_r2``, ``fastge_r3``
+    segapp FAST-GE on wider graphs: every pixel joined to all pixels within radius 2 (12
+    neighbours) or 3 (28 neighbours), to measure how the graph's reach affects quality.
 ``ncut``
     segapp's unconstrained normalized cut on the same graph (clusters matched to labels by
     the Hungarian method inside segapp).
@@ -190,12 +190,14 @@ SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "fastge": ("fastge", {}, "segapp FAST-GE, default options"),
     "fastge_c8": ("fastge", {"connectivity": 8}, "segapp FAST-GE, connectivity=8"),
     "fastge_grey": ("fastge", {"color": False}, "segapp FAST-GE, grey graph (color=False)"),
+    "fastge_r2": ("fastge", {"radius": 2},
+                  "segapp FAST-GE, radius-2 graph (12 neighbours)"),
     "fastge_r3": ("fastge", {"radius": 3},
                   "segapp FAST-GE, radius-3 graph (28 neighbours)"),
     "ncut": ("ncut", {}, "segapp unconstrained normalized cut, Hungarian-matched"),
 }
 
-ALL_METHODS = ("fastge", "fastge_c8", "fastge_grey", "fastge_r3", "ncut", "rw", "rw_tuned",
+ALL_METHODS = ("fastge", "fastge_c8", "fastge_grey", "fastge_r2", "fastge_r3", "ncut", "rw", "rw_tuned",
                "watershed", "grabcut")
 
 

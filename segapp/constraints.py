@@ -61,11 +61,26 @@ class LowRankLaplacian:
     U: sp.csc_matrix
     sigma: np.ndarray
 
-    def matmat(self, X: np.ndarray) -> np.ndarray:
-        out = self.diag[:, None] * X if X.ndim == 2 else self.diag * X
-        if self.U.shape[1]:
-            out = out + self.U @ (self.sigma @ (self.U.T @ X))
+    def __post_init__(self) -> None:
+        # Everything happens on the stroke pixels: keep their indices and a dense t × r
+        # factor, so a product costs O(t·r) instead of touching all n rows.
+        U = sp.csr_matrix(self.U)
+        self.rows = np.flatnonzero((np.diff(U.indptr) > 0) | (self.diag != 0))
+        self._Us = U[self.rows].toarray()
+        self._ds = self.diag[self.rows]
+
+    def add_to(self, out: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``out += L X`` in place, touching only the stroke rows; returns ``out``."""
+        r = self.rows
+        Xr = X[r]
+        upd = self._ds[:, None] * Xr if X.ndim == 2 else self._ds * Xr
+        if self._Us.shape[1]:
+            upd += self._Us @ (self.sigma @ (self._Us.T @ Xr))
+        out[r] += upd
         return out
+
+    def matmat(self, X: np.ndarray) -> np.ndarray:
+        return self.add_to(np.zeros(X.shape), X)
 
     def toarray(self) -> np.ndarray:
         """Dense form, for tests on small problems only."""

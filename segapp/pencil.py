@@ -63,14 +63,14 @@ class Pencil:
     def A(self, X: np.ndarray) -> np.ndarray:
         out = self.L @ X
         if self.ml is not None:
-            out += self.ml.matmat(X)
+            self.ml.add_to(out, X)
         return out
 
     def B(self, X: np.ndarray) -> np.ndarray:
         bd = self.b_diag
         out = bd[:, None] * X if X.ndim == 2 else bd * X
         if self.cl is not None:
-            out = out + self.cl.matmat(X)
+            self.cl.add_to(out, X)
         return out
 
     def project(self, X: np.ndarray) -> np.ndarray:
