@@ -51,8 +51,10 @@ def test_image_graph_weights_by_hand():
 def test_sigma_rule_is_scaled_mean_neighbour_distance():
     img = np.array([[0.0, 0.4], [0.1, 0.1]], np.float32)
     # 4-neighbour edges: |0-.4|, |.1-.1|, |0-.1|, |.4-.1| -> mean 0.2
-    assert image_graph(img).sigma == pytest.approx(0.4 * 0.2, rel=1e-6)
-    assert image_graph(img, sigma_scale=1.0).sigma == pytest.approx(0.2, rel=1e-6)
+    assert image_graph(img, connectivity=4).sigma == pytest.approx(0.4 * 0.2, rel=1e-6)
+    assert image_graph(img, connectivity=4, sigma_scale=1.0).sigma == pytest.approx(0.2, rel=1e-6)
+    # 8-neighbour diagonals: |0-.1| and |.4-.1| -> mean over 6 edges = (0.8 + 0.4) / 6
+    assert image_graph(img).sigma == pytest.approx(0.4 * 1.2 / 6, rel=1e-6)
     assert image_graph(np.zeros((3, 3), np.float32)).sigma == 1.0   # flat image
 
 
@@ -312,3 +314,21 @@ def test_laplacian_of_explicit_adjacency():
     W = np.array([[0, 2.0, 0], [2.0, 0, 1.0], [0, 1.0, 0]])
     np.testing.assert_allclose(laplacian(W).toarray(),
                                [[2, -2, 0], [-2, 3, -1], [0, -1, 1]])
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (5, 2), (2, 5), (1, 6), (7, 4)])
+@pytest.mark.parametrize("reach", [{"connectivity": 4}, {"connectivity": 8}, {"radius": 2},
+                                   {"radius": 3}])
+def test_image_graph_matches_brute_force_on_small_and_narrow_images(shape, reach):
+    rng = np.random.default_rng(8)
+    img = rng.random(shape).astype(np.float32)
+    g = image_graph(img, sigma=0.3, **reach)
+    r = reach.get("radius", np.sqrt(2) if reach.get("connectivity") == 8 else 1.0)
+    H, W = shape
+    coords = [(i // W, i % W) for i in range(H * W)]
+    Wm = np.zeros((H * W, H * W))
+    for i, (yi, xi) in enumerate(coords):
+        for j, (yj, xj) in enumerate(coords):
+            if i != j and (yi - yj) ** 2 + (xi - xj) ** 2 <= r * r + 1e-9:
+                Wm[i, j] = max(np.exp(-(img[yi, xi] - img[yj, xj]) ** 2 / (2 * 0.09)), 1e-4)
+    np.testing.assert_allclose(g.laplacian.toarray(), np.diag(Wm.sum(1)) - Wm, atol=1e-6)

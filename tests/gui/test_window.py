@@ -259,14 +259,17 @@ def test_settings_panel_is_remembered_and_triggers_a_new_solve(qtbot, window, ma
     win = window
     segment(qtbot, win)
     with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
-        win.settings_panel.connectivity.setCurrentIndex(1)  # 8 neighbours
+        win.settings_panel.connectivity.setCurrentIndex(0)  # 4 neighbours (default 8)
     assert win.worker._cache.key[2] == tuple(sorted(win.settings_panel.options().items()))
     win.settings_panel.kmeans_restarts.setValue(3)
     other = make_window()
-    assert other.settings_panel.values()["connectivity"] == 8
-    assert other.settings_panel.values()["kmeans_restarts"] == 3
-    other.settings_panel.reset()
     assert other.settings_panel.values()["connectivity"] == 4
+    assert other.settings_panel.values()["kmeans_restarts"] == 3
+    other.settings_panel.connectivity.setCurrentIndex(2)
+    assert other.settings_panel.options()["radius"] == 3.0
+    assert "connectivity" not in other.settings_panel.options()
+    other.settings_panel.reset()
+    assert other.settings_panel.values()["connectivity"] == 8
     assert other.settings_panel.sigma.toolTip()
 
 
