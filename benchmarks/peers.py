@@ -8,8 +8,9 @@ strokes as in the app) through :meth:`Method.start`.
 
 Methods
 -------
-``fastge``, ``fastge_c8``, ``fastge_grey``
-    segapp FAST-GE with default options, with ``connectivity=8``, with ``color=False``.
+``fastge``, ``fastge_c4``, ``fastge_grey``
+    segapp FAST-GE with default options (8-neighbour colour graph), with ``connectivity=4``,
+    with ``color=False``.
 ``fastge_r2``, ``fastge_r3``
     segapp FAST-GE on wider graphs: every pixel joined to all pixels within radius 2 (12
     neighbours) or 3 (28 neighbours), to measure how the graph's reach affects quality.
@@ -188,7 +189,7 @@ def cv2_available() -> tuple[bool, str]:
 
 SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "fastge": ("fastge", {}, "segapp FAST-GE, default options"),
-    "fastge_c8": ("fastge", {"connectivity": 8}, "segapp FAST-GE, connectivity=8"),
+    "fastge_c4": ("fastge", {"connectivity": 4}, "segapp FAST-GE, connectivity=4"),
     "fastge_grey": ("fastge", {"color": False}, "segapp FAST-GE, grey graph (color=False)"),
     "fastge_r2": ("fastge", {"radius": 2},
                   "segapp FAST-GE, radius-2 graph (12 neighbours)"),
@@ -197,7 +198,7 @@ SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "ncut": ("ncut", {}, "segapp unconstrained normalized cut, Hungarian-matched"),
 }
 
-ALL_METHODS = ("fastge", "fastge_c8", "fastge_grey", "fastge_r2", "fastge_r3", "ncut", "rw", "rw_tuned",
+ALL_METHODS = ("fastge", "fastge_c4", "fastge_grey", "fastge_r2", "fastge_r3", "ncut", "rw", "rw_tuned",
                "watershed", "grabcut")
 
 
