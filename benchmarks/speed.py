@@ -13,7 +13,8 @@ label count it reports
 * ``skimage.segmentation.random_walker(mode='cg_mg')`` on the identical image and scribbles
   (default beta, colour), best of ``--repeat``, and the ratio FAST-GE cold / random_walker.
 
-Run ``python benchmarks/speed.py`` (about 2 minutes on 2 cores); ``--quick`` for 44K only.
+All at full resolution (``max_pixels=None``: the session's working-resolution cap, which the
+app uses for photos above 0.5 MP, is off). Run ``python benchmarks/speed.py`` (about 2 minutes on 2 cores); ``--quick`` for 44K only.
 Absolute times on a shared machine are noisy: compare the ratios of one run.
 """
 
@@ -91,8 +92,8 @@ def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int
     s[s > k] = 0
     img, s = resized(image, s, SIZES[size])
     n = s.size
-    cold, res = best(lambda: segapp.segment(img, s), repeat)
-    sess = segapp.Session(img)
+    cold, res = best(lambda: segapp.segment(img, s, max_pixels=None), repeat)
+    sess = segapp.Session(img, max_pixels=None)
     sess.update(s)
     s2 = extra_stroke(s)
     warm_times = []
@@ -101,13 +102,13 @@ def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int
         warm = sess.update(s2)
         warm_times.append(time.perf_counter() - t)
         sess.update(s)  # back, so every repeat adds the same stroke
-    cold2 = segapp.segment(img, s2)
+    cold2 = segapp.segment(img, s2, max_pixels=None)
     agree = float(np.mean(cold2.labels == warm.labels))
     row = dict(size=size, n=n, k=k, cold=cold, warm=min(warm_times),
                warm_iters=warm.diagnostics.iterations, warm_agree=agree,
                iters=res.diagnostics.iterations, **{f"t_{a}": b for a, b in res.timings.items()})
     if memory:
-        row["peak"] = peak_bytes(lambda: segapp.segment(img, s))
+        row["peak"] = peak_bytes(lambda: segapp.segment(img, s, max_pixels=None))
     if peer:
         row["rw"], rw_labels = best(lambda: random_walker(img, s), repeat)
         row["rw_agree"] = float(np.mean(rw_labels == res.labels))

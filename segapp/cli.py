@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     opts = seg.add_argument_group("method options (FAST-GE; defaults are the method's)")
     for flag, name, typ, text in _FLAGS:
         opts.add_argument(flag, dest=name, type=typ, default=None, help=text)
+    opts.add_argument("--max-pixels", dest="max_pixels", type=int, default=None,
+                      help="segment larger images on a reduced copy of this many pixels and "
+                           "bring the result back to full resolution (default 500000; 0 = "
+                           "always full resolution)")
     opts.add_argument("--grey", dest="color", action="store_false", default=None,
                       help="build the graph on grey values (as the paper) instead of colour")
     opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
@@ -117,6 +121,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
            if getattr(args, name) is not None}
     if args.color is not None:
         out["color"] = args.color
+    if args.max_pixels is not None:
+        out["max_pixels"] = args.max_pixels or None
     out.update(dict(args.extra))
     return out
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from . import methods
 from .errors import InvalidInputError
+from .resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
+                         working_shape)
 from .result import Segmentation
 
 
@@ -66,6 +68,10 @@ class Session:
         ``k2_partition``, ``amg_theta``, ``maxiter``, ``eig_tol``, ``res_tol``, ``eigensolver``,
         ``on_nonconvergence``, ``warm_start``, ``seed``). A change of image or of a graph
         option needs a new session.
+    max_pixels : int or None
+        Images with more pixels are segmented on an area-averaged copy of this size and the
+        result is brought back to full resolution (:mod:`segapp.resolution`); None = always
+        full resolution.
 
     Examples
     --------
@@ -74,13 +80,21 @@ class Session:
     >>> scribbles[10:12, 5:40] = 3; sess.update(scribbles)   # warm re-solve  # doctest: +SKIP
     """
 
-    def __init__(self, image: np.ndarray, *, method: str = "fastge", **options: Any) -> None:
+    def __init__(self, image: np.ndarray, *, method: str = "fastge",
+                 max_pixels: int | None = DEFAULT_MAX_PIXELS, **options: Any) -> None:
         t = time.perf_counter()
         self.image = as_float_image(image)
         self.shape: tuple[int, int] = self.image.shape[:2]  # type: ignore[assignment]
         self.method_name = method
         self.options = dict(options)
-        self._method = methods.create(method, self.image, **options)
+        if max_pixels is not None and not (isinstance(max_pixels, (int, np.integer))
+                                           and max_pixels >= 4):
+            raise InvalidInputError(f"max_pixels must be an integer ≥ 4 or None, got {max_pixels!r}")
+        cls = methods.get(method)
+        # Methods built for very large images (landmark methods) work at full resolution.
+        limit = None if getattr(cls, "full_resolution", False) else max_pixels
+        self.working_shape = working_shape(self.shape, limit)
+        self._method = cls.from_image(reduce_image(self.image, self.working_shape), **options)
         self._setup_timings = dict(getattr(self._method, "timings", {}))
         self._setup_total = time.perf_counter() - t
         self.revision = 0
@@ -97,7 +111,14 @@ class Session:
                 f"scribbles are {s.shape[1] if s.ndim > 1 else '?'}×{s.shape[0]} but the image "
                 f"is {self.shape[1]}×{self.shape[0]}")
         t = time.perf_counter()
-        result = self._method.update(s, cancel=cancel, confidence=confidence)
+        if self.working_shape != self.shape:
+            small = reduce_map(s, self.working_shape)
+            conf = None if confidence is None else reduce_map(
+                np.where(s > 0, np.asarray(confidence, float), 0.0), self.working_shape)
+            result = enlarge_result(
+                self._method.update(small, cancel=cancel, confidence=conf), s)
+        else:
+            result = self._method.update(s, cancel=cancel, confidence=confidence)
         elapsed = time.perf_counter() - t
         if self.revision == 0:
             result.timings = {**self._setup_timings, **result.timings}

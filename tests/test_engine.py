@@ -332,3 +332,21 @@ def test_image_graph_matches_brute_force_on_small_and_narrow_images(shape, reach
             if i != j and (yi - yj) ** 2 + (xi - xj) ** 2 <= r * r + 1e-9:
                 Wm[i, j] = max(np.exp(-(img[yi, xi] - img[yj, xj]) ** 2 / (2 * 0.09)), 1e-4)
     np.testing.assert_allclose(g.laplacian.toarray(), np.diag(Wm.sum(1)) - Wm, atol=1e-6)
+
+
+def test_large_images_are_solved_at_working_resolution_and_answered_in_full():
+    img, truth = _blocks_image((90, 120), noise=0.08, seed=9)
+    s = _strokes(truth)
+    s[5, 5:60] = 1                                      # a 1-pixel-thin stroke must survive
+    sess = segapp.Session(img, max_pixels=3000)
+    assert sess.working_shape[0] * sess.working_shape[1] <= 3000
+    res = sess.update(s)
+    assert res.labels.shape == truth.shape
+    assert res.eigenvectors.shape == truth.shape + (3,)
+    painted = s > 0
+    assert np.all(res.labels[painted] == s[painted])
+    assert np.mean(res.labels == truth + 1) >= 0.95
+    full = segapp.Session(img, max_pixels=None)
+    assert full.working_shape == truth.shape
+    with pytest.raises(InvalidInputError, match="max_pixels"):
+        segapp.Session(img, max_pixels=0)
