@@ -41,11 +41,6 @@ def option_names(name: str) -> set[str]:
     return set(getattr(cls, "defaults", {})) | set(getattr(cls, "graph_options", ()))
 
 
-def create(name: str, image: np.ndarray, **options: Any):
-    """Instantiate method ``name`` on an image."""
-    return get(name).from_image(image, **options)
-
-
 def create_from_data(name: str, *, graph=None, features=None, **options: Any):
     """Instantiate method ``name`` on a graph and/or feature vectors (see :mod:`.base`)."""
     return get(name).from_data(graph=graph, features=features, **options)
