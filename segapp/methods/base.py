@@ -4,7 +4,7 @@ A method object is built once per data set and then answers :meth:`Method.update
 edit of the constraints, keeping whatever it can reuse (graphs, landmarks, multigrid
 hierarchies, previous eigenvectors).
 
-Data comes in one of three forms:
+Data comes in one of two forms:
 
 - an image, ``(H, W)`` or ``(H, W, 3)`` float in [0, 1] — :meth:`Method.from_image`;
 - a weighted graph (symmetric sparse adjacency ``W``, n × n) and/or a feature matrix
