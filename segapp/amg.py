@@ -14,7 +14,7 @@ Strength threshold. Image graphs have edge weights from ~1e-4 (across an edge in
 1 (inside a flat region). Aggregating across weak edges mixes two regions in one coarse
 unknown, so the coarse spaces cannot represent the piecewise-constant vectors the eigensolver
 is after; with θ = 0 (PyAMG's default) LOBPCG needed 34 iterations at 250K pixels, with
-θ = 0.03 it needed 8 (at the first σ rule; with the final defaults θ = 0, 0.03, 0.1, 0.25 gave 82, 24, 21, 48
+θ = 0.03 it needed 8 (at the first σ rule; with σ = 0.4 × mean on a 4-neighbour graph θ = 0, 0.03, 0.1, 0.25 gave 82, 24, 21, 48
 iterations on the 240K-px coffee sample, see docs/architecture.md).
 
 Set-up. The hierarchy is built level by level here from PyAMG's building blocks (symmetric
