@@ -48,6 +48,9 @@ from .errors import InvalidInputError
 #: Default multiplier of the mean neighbour feature distance (see the σ rule above).
 DEFAULT_SIGMA_SCALE = 0.4
 
+#: Smallest data-driven σ (a quarter of an 8-bit grey level; see image_graph).
+SIGMA_FLOOR = 1e-3
+
 #: Affinity floor relative to the largest possible affinity (1): keeps the graph connected.
 MIN_WEIGHT = 1e-4
 
@@ -222,8 +225,10 @@ def image_graph(
         total = sum(float(np.nansum(np.sqrt(p), dtype=np.float64)) for p in sq)
         count = sum(int(np.count_nonzero(~np.isnan(p))) for p in sq)
         mean = total / max(count, 1)
-        # A perfectly flat image has mean 0: any σ gives uniform weights then.
-        sigma = float(sigma_scale * mean) if mean > 0 else 1.0
+        # A perfectly flat image has mean 0: any σ gives uniform weights then. Otherwise σ is
+        # kept above SIGMA_FLOOR: differences far below one 8-bit grey level (1/255) are
+        # rounding, and a σ of that size would turn them into full-contrast edges.
+        sigma = max(float(sigma_scale * mean), SIGMA_FLOOR) if mean > 0 else 1.0
     if not np.isfinite(sigma) or sigma <= 0:
         raise InvalidInputError(f"sigma must be a positive number, got {sigma!r}")
 

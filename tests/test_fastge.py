@@ -290,8 +290,6 @@ def test_nonconvergence_raises_solver_error_or_warns():
         assert segapp.segment(img, s, on_nonconvergence="warn").diagnostics.converged
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: eigensolver='scipy' always reports "
-                   "converged=True (fastge._solve_scipy), so maxiter=1 never raises")
 def test_scipy_eigensolver_nonconvergence_raises():
     img, truth = four_regions(noise=0.12, H=40, W=50)
     s = np.zeros(truth.shape, int)
@@ -422,9 +420,6 @@ def test_ncut_runs_and_names_clusters_by_stroke_overlap():
                            rtol=1e-3)
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: ncut uses k non-trivial eigenvectors by "
-                   "default (the constant is already projected out, so k − 1 carry the k "
-                   "clusters); the k-th, from the bulk, scrambles the embedding (84.7%)")
 def test_ncut_default_number_of_vectors():
     img, truth = four_regions(noise=0.05)
     s = four_strokes(truth)

@@ -192,9 +192,12 @@ class FastGE:
                                         Y=np.ones((n, 1)), tol=self.options["res_tol"],
                                         maxiter=self.options["maxiter"], largest=False,
                                         retResidualNormsHistory=True)
+        residuals = np.asarray(hist[-1])
+        converged = bool(np.max(residuals) <= self.options["res_tol"])
         diag = SolverDiagnostics(iterations=len(hist) - 1, eigenvalues=lam,
-                                 residuals=np.asarray(hist[-1]), converged=True,
-                                 reason="scipy lobpcg (absolute residual tolerance)")
+                                 residuals=residuals, converged=converged,
+                                 reason="scipy lobpcg (absolute residual tolerance)"
+                                 + ("" if converged else ", iteration cap"))
         return lam, X, diag
 
     # -- one edit --------------------------------------------------------------------------

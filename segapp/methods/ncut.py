@@ -37,7 +37,9 @@ class NCut(FastGE):
         g, o = self.graph, self.options
         label_ids, sets = stroke_sets(scribbles, g.n)
         k = len(label_ids)
-        m = k if o["n_vectors"] is None else self._n_vectors(k)
+        # k − 1 non-trivial vectors carry k clusters (the constant is projected out); a k-th
+        # from the bulk of the spectrum scrambles the embedding (84.7% vs ≥ 98% on a test image).
+        m = k - 1 if o["n_vectors"] is None else self._n_vectors(k)
         t = time.perf_counter()
         pencil = Pencil(g.laplacian, g.degrees)
         rng = np.random.default_rng(o["seed"])
