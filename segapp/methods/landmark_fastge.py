@@ -1,0 +1,177 @@
+"""Landmark FAST-GE with random-sampling k-means (Liu et al. 2017, §3, Algorithm 1).
+
+Liu, Ye, Wei, Tian, Liao, Zhang, "Fast Constrained Spectral Clustering and Cluster Ensemble
+with Random Projection", Computational Intelligence and Neuroscience 2017, article 2658707.
+
+Model
+-----
+FAST-GE's problem (Cucuringu et al. 2016, §4.2–4.3, §4.7) ``L_G x = λ L_H x`` with
+``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``, where the data graph ``G_D`` is the landmark graph
+``W = ẐẐᵀ`` of :mod:`segapp.landmarks` (Liu et al. §2.2, eq. (5)) and the unknowns are restricted
+to ``x = Ẑ y``, ``y ∈ R^p`` (§3.1: "we can let x = Ẑᵀy"; in the paper Ẑ is p × n). The paper's
+eq. (11) ("Problem 3") is lost in the text file; with that substitution the only consistent
+reading is the Rayleigh–Ritz (Galerkin) projection of FAST-GE's pencil onto range(Ẑ)::
+
+    A y = λ B y,   A = Ẑᵀ L_G Ẑ,   B = Ẑᵀ L_H Ẑ        (p × p)
+
+which is what we solve. It keeps FAST-GE's Rayleigh quotient exactly for every x in the
+subspace, so the eigenvalues are upper bounds of FAST-GE's on the landmark graph and approach
+them as the subspace grows (the paper's "asymptotically comparable" claim, §3.2).
+
+Degrees and merge weights (§4.7 of FAST-GE)
+-------------------------------------------
+Every degree of the landmark graph is exactly 1 (module notes of :mod:`segapp.landmarks`), so
+``d_min = d_max = 1`` and the merge weight ``d_i d_j / (d_min d_max)`` of every constraint pair is
+1 (times ``constraint_weight``, and ``√(q_i q_j)`` for soft strokes of confidence q). The demand
+graph is ``K = 11ᵀ/n`` (``K_ij = d_i d_j / vol``), ``L_K = I − 11ᵀ/n``.
+
+How the pixel constraints reach the landmark space
+--------------------------------------------------
+A constraint edge (i, j) of weight ``w`` contributes ``w (x_i − x_j)²`` to the quotient; with
+``x = Ẑ y`` that is ``w ((ẑ_i − ẑ_j)ᵀ y)²``: the congruence ``Ẑᵀ L_ML Ẑ`` turns every pixel pair
+into a rank-one term on the *difference of the two pixels' codes*. Two consequences: (1) a
+constraint between pixels with the same code (same landmarks, same weights — e.g. two far-apart
+pixels of identical colour when ``spatial_weight = 0``) is invisible: the subspace cannot
+separate them; (2) a stroke constrains the landmarks its pixels are coded on, and through them
+every pixel coded on the same landmarks — that is how a stroke spreads over a region.
+For label a's stroke set ``S_a`` with weights ``u`` (``√q``, or 1), ``s_a = Σ u_i``, the
+clique Laplacians are diagonal + rank-one (:mod:`segapp.constraints`), so
+
+.. math:: Ẑᵀ L_{ML} Ẑ = \\sum_a (s_a M_a − g_a g_aᵀ), \\qquad
+          Ẑᵀ L_{CL} Ẑ = \\sum_a (s − s_a) M_a − \\sum_{a≠b} g_a g_bᵀ,
+
+with ``M_a = Σ_{i∈S_a} u_i ẑ_i ẑ_iᵀ`` and ``g_a = Σ_{i∈S_a} u_i ẑ_i``: p × p matrices from the
+stroke rows alone, O(t r²) for t stroke pixels, no clique formed.
+
+Solving
+-------
+In the orthonormal coordinates ``x = Φz`` of :class:`segapp.landmarks.LandmarkBasis`,
+``A = diag(1 − Λ) + Φᵀ L_ML Φ`` and ``B = (I − eeᵀ/n)/n + Φᵀ L_CL Φ``. The constant vector
+(``z = e/√n``) is in the null space of both; as in FAST-GE (Fig. 2 step 4, and
+:mod:`segapp.pencil`) we solve on its complement ``eᵀz = 0`` (``1ᵀx = dᵀx = 0``), where the
+demand term is ``I/n`` and ``B`` is positive definite. The cannot-link cliques make ``B``'s
+largest eigenvalues ~t² while the demand term is 1/n (condition up to ~1e17 at 12 MP), beyond
+what a Cholesky factorisation resolves, so ``B = Q diag(β) Qᵀ`` is diagonalised and
+``β`` floored at ``max(1/n, 1e-12 β_max)`` — a change below the rounding level of the dense
+solve — and the standard symmetric problem ``(β^{-1/2}QᵀAQβ^{-1/2}) w = λ w`` is solved by
+:func:`scipy.linalg.eigh`; ``y = T H Q β^{-1/2} w``. The m = k − 1 smallest pairs are used
+(as FAST-GE in segapp: ``n_vectors``).
+
+Embedding and partition
+-----------------------
+The solutions are ``L_H``-normalised by construction (``zᵀBz = 1``) and have zero mean, i.e.
+FAST-GE's Fig. 2 steps 1–7 hold; the rows of ``X = Ẑ y`` are normalised to unit length and
+clustered by random-sampling k-means (§3.1): k-means (restarts + a start from each label's
+stroke mean) on ``kmeans_sample`` random rows, then every row goes to its nearest centre;
+clusters are named by Hungarian matching with the strokes. ``eigenvectors`` holds ``X``.
+For k = 2 the same k-means is used (no Cheeger sweep: the landmark graph's cuts are not sparse).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import InvalidInputError
+from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
+                         partition)
+
+DEFAULTS: dict[str, Any] = {
+    **LANDMARK_DEFAULTS,
+    "constraint_weight": 1.0,
+    "n_vectors": None,
+}
+
+#: Floor of B's eigenvalues relative to its largest (see "Solving").
+B_FLOOR = 1e-12
+
+
+def fastge_pencil(basis, strokes: StrokeSets, weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(A, B)`` of the projected FAST-GE pencil in basis coordinates (p' × p')."""
+    n = basis.code.n
+    p = basis.size
+    A = np.diag(1.0 - basis.lam)
+    B = np.eye(p) / n - np.outer(basis.e, basis.e) / (n * n)
+    terms = [basis.set_terms(S, u) for S, u in zip(strokes.sets, strokes.weights)]
+    s_a = np.array([u.sum() for u in strokes.weights])
+    s = s_a.sum()
+    g_all = np.zeros(p)
+    for (M, g), sa in zip(terms, s_a):
+        A += weight * (sa * M - np.outer(g, g))
+        B += weight * (s - sa) * M
+        B += weight * np.outer(g, g)
+        g_all += g
+    B -= weight * np.outer(g_all, g_all)
+    return (A + A.T) / 2, (B + B.T) / 2
+
+
+def solve_pencil(A: np.ndarray, B: np.ndarray, H: np.ndarray, m: int,
+                 floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """m smallest pairs of ``A z = λ B z`` on range(H) with B's spectrum floored (module notes)."""
+    Ah = H.T @ A @ H
+    Bh = H.T @ B @ H
+    beta, Q = sla.eigh((Bh + Bh.T) / 2)
+    beta = np.maximum(beta, max(floor, B_FLOOR * beta[-1]))
+    N = Q / np.sqrt(beta)
+    C = N.T @ Ah @ N
+    lam, W = sla.eigh((C + C.T) / 2, subset_by_index=[0, m - 1])
+    return lam, H @ (N @ W)
+
+
+class LandmarkFastGE(LandmarkMethod):
+    """FAST-GE on the landmark graph: a p × p generalized eigenproblem, sampled k-means."""
+
+    name = "landmark"
+    description = ("landmark FAST-GE (Liu et al. 2017 §3): FAST-GE's pencil on a sparse-coding "
+                   "landmark graph, p×p eigenproblem, random-sampling k-means; for huge images")
+    constrained = True
+    defaults = DEFAULTS
+
+    def _validate(self) -> None:
+        o = self.options
+        try:
+            cw = float(o["constraint_weight"])
+        except (TypeError, ValueError):
+            cw = float("nan")
+        if not (np.isfinite(cw) and cw > 0):
+            raise InvalidInputError(
+                f"constraint_weight must be a positive number, got {o['constraint_weight']!r}")
+        m = o["n_vectors"]
+        if m is not None and not (isinstance(m, (int, np.integer)) and m >= 1):
+            raise InvalidInputError(f"n_vectors must be a positive integer or None, got {m!r}")
+
+    def _n_vectors(self, k: int) -> int:
+        m = self.options["n_vectors"]
+        if m is None:
+            m = k - 1
+        if m > k:
+            raise InvalidInputError(f"n_vectors must be between 1 and k={k}, got {m}")
+        if m > self.basis.size - 1:
+            raise InvalidInputError(
+                f"{m} eigenvectors asked but the landmark basis has only {self.basis.size - 1} "
+                "non-constant directions (raise n_landmarks)")
+        return m
+
+    def _solve(self, strokes: StrokeSets, timings: dict[str, float],
+               cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        o = self.options
+        basis = self.basis
+        m = self._n_vectors(strokes.k)
+        t = time.perf_counter()
+        A, B = fastge_pencil(basis, strokes, float(o["constraint_weight"]))
+        timings["constraints"] = time.perf_counter() - t
+        check_cancel(cancel)
+        t = time.perf_counter()
+        lam, z = solve_pencil(A, B, basis.complement(), m, 1.0 / basis.code.n)
+        Y = basis.T @ z
+        timings["eigensolver"] = time.perf_counter() - t
+        check_cancel(cancel)
+        t = time.perf_counter()
+        rng = np.random.default_rng([o["seed"], 1])
+        labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
+                              restarts=o["kmeans_restarts"], rng=rng, cancel=cancel)
+        timings["partition"] = time.perf_counter() - t
+        return labels, X, lam, {}
