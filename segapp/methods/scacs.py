@@ -1,0 +1,160 @@
+"""SCACS: scalable constrained normalized cuts on a landmark graph (Li et al. 2015, Algorithm 1).
+
+Li, Xia, Shan, Liu, "Scalable Constrained Spectral Clustering", IEEE TKDE 27(2), 2015.
+
+Model (§2.1, §3)
+----------------
+Constrained normalized cuts (Wang & Davidson's FCSC, eq. (1)/(4)): minimise ``vᵀ L v`` subject
+to ``vᵀ Q̄ v ≥ α``, ``vᵀv = 1``, ``v ⊥ 1``, with the landmark graph of :mod:`segapp.landmarks`
+(``L = I − ẐẐᵀ``: its degrees are all 1, so ``Q̄ = D^{-1/2} Q D^{-1/2} = Q``) and the constraint
+matrix of eq. (20): ``Q_ij = 1`` for two stroke pixels of the same label (including ``i = j``),
+``−1`` for different labels, 0 otherwise. For soft strokes (confidence q) the entries are
+multiplied by ``√(q_i q_j)``. With ``v = Ẑ u`` (Problem 2; in the paper Ẑ is p × n, here n × p)
+
+.. math:: A = Ŝ − Ŝ², \\quad Q̂ = Ẑᵀ Q Ẑ, \\quad Ŝ = ẐᵀẐ,
+
+and the KKT conditions give eq. (16), ``A u = λ (Q̂ − β Ŝ) u`` with ``λ > 0``.
+``Q = Σ_{a,b} (2δ_ab − 1) u_a u_bᵀ`` (``u_a`` = weights on label a's strokes) has rank ≤ k, so
+``Q̂ = G (2I − 11ᵀ) Gᵀ`` with ``G = [Ẑᵀu_1 … Ẑᵀu_k]``: p × k, from the stroke rows alone.
+
+β (§5.2)
+--------
+``β = β₀ γ_{k−1}``, ``γ_{k−1}`` the (k−1)-th largest eigenvalue of ``Q̂ x = γ Ŝ x`` and
+``β₀ = 0.5 + 0.4 c/n`` with c the number of labelled instances (stroke pixels) — the rule of
+§5.2 (``beta0=None``); §5.3 uses a fixed ``β₀ = 0.1``, available as ``beta0=0.1``. Because
+``2I − 11ᵀ`` has k − 1 positive eigenvalues, ``Q̂`` has at most k − 1 positive γ's, and
+``β < γ_{k−1}`` is the paper's sufficient condition for k − 1 meaningful solutions (§3.2).
+
+Algorithm 1, and the readings chosen
+------------------------------------
+In the orthonormal coordinates ``u = T z`` of :class:`segapp.landmarks.LandmarkBasis`
+(``Ŝ → I``, ``A → diag(Λ − Λ²)/Λ = I − Λ``, ``Q̂ → Φᵀ Q Φ``):
+
+- steps 2–4: landmarks, Ẑ, Ŝ, Q̂ (shared machinery; landmarks chosen as the ``landmark_selection``
+  option says — the paper samples them at random, ``"random"``);
+- step 5–6: γ's from the k × k matrix ``R (2I − 11ᵀ) R``, ``R = (GᵀG)^{1/2}`` (same non-zero
+  eigenvalues as ``Q̂`` in these coordinates); if ``β ≥ γ_max`` the paper returns nothing — we
+  raise :class:`~segapp.errors.InvalidInputError`;
+- step 9 (remove eigenvectors not orthogonal to "``1ᵀŜ``"): the garbled condition is read as the
+  exact image of ``v ⊥ 1`` under ``v = Ẑu``, i.e. ``(Ẑᵀ1)ᵀu = 0`` (``Ẑᵀ1 = Ŝ D^{1/2}1``; a
+  literal ``1ᵀŜu = 0`` is not implied by ``v ⊥ 1``). Rather than discarding eigenvectors that
+  violate it, we solve eq. (16) on that hyperplane (``eᵀz = 0``, basis H), so every solution
+  satisfies it — this is what step 9 aims at (the paper: "Step 9 aims to satisfy eq. (12)");
+- steps 6–7: ``A`` is singular (exactly on the constant vector, nearly on disconnected parts),
+  and ``Q̂ − βŜ`` is indefinite, so eq. (16) is solved as ``(Q̂ − βI) z = μ (A + εI) z``,
+  ``μ = 1/λ``, with ``A + εI = R_A diag(α) R_Aᵀ`` diagonalised (``ε = 1e-10``: a zero-cost cut
+  that satisfies the constraints then gets a huge positive μ, i.e. ranks first, the limit the
+  unregularised problem has); step 7 keeps ``μ > 0`` (``λ > 0``);
+- step 8: ``uᵀŜu = 1`` is ``‖z‖ = 1``;
+- step 10: the ``m = min(k − 1, #positive)`` vectors of smallest cost ``uᵀAu``;
+- step 11: ``V^{(r)} = Ẑ V (I − VᵀAV)`` — as printed, the full m × m matrix;
+- step 12: rows normalised, then k-means — the random-sampling k-means of
+  :func:`segapp.landmarks.partition` (k-means on a sample, every pixel to its nearest centre),
+  with stroke-seeded and k-means++ starts, clusters matched to the user's labels.
+
+``eigenvectors`` holds ``V^{(r)}`` (before the row normalisation), ``eigenvalues`` the λ = 1/μ
+of the chosen vectors; the diagnostics report β, β₀ and γ_{k−1}.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import InvalidInputError
+from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
+                         partition)
+
+DEFAULTS: dict[str, Any] = {
+    **LANDMARK_DEFAULTS,
+    "beta0": None,
+}
+
+#: Regularisation of A = Ŝ − Ŝ² (its eigenvalues lie in [0, 1]).
+A_EPS = 1e-10
+
+
+class SCACS(LandmarkMethod):
+    """Constrained normalized cuts on the landmark graph (Algorithm 1 of Li et al. 2015)."""
+
+    name = "scacs"
+    description = ("SCACS (Li et al. 2015): constrained normalized cuts on a sparse-coding "
+                   "landmark graph, p×p generalized eigenproblem, β = β₀ γ_{k−1}")
+    constrained = True
+    defaults = DEFAULTS
+
+    def _validate(self) -> None:
+        b = self.options["beta0"]
+        if b is None:
+            return
+        try:
+            v = float(b)
+        except (TypeError, ValueError):
+            v = float("nan")
+        if not (np.isfinite(v) and 0 < v < 1):
+            raise InvalidInputError(f"beta0 must lie in (0, 1) or be None, got {b!r}")
+
+    def _solve(self, strokes: StrokeSets, timings: dict[str, float],
+               cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        o = self.options
+        basis = self.basis
+        n, k = basis.code.n, strokes.k
+        t = time.perf_counter()
+        G = np.stack([basis.set_sum(S, u) for S, u in zip(strokes.sets, strokes.weights)],
+                     axis=1)
+        qk = 2.0 * np.eye(k) - np.ones((k, k))
+        # γ: non-zero eigenvalues of Φᵀ Q Φ = G qk Gᵀ (Ŝ = I in these coordinates)
+        s, E = sla.eigh(G.T @ G)
+        R = (E * np.sqrt(np.maximum(s, 0))) @ E.T
+        gamma = np.sort(np.linalg.eigvalsh(R @ qk @ R))[::-1]
+        gamma = np.concatenate([gamma, np.zeros(max(0, basis.size - k))])
+        gamma = np.sort(gamma)[::-1]
+        beta0 = (0.5 + 0.4 * strokes.count / n) if o["beta0"] is None else float(o["beta0"])
+        g_k1 = gamma[k - 2]
+        if not g_k1 > 0:
+            raise InvalidInputError(
+                "the strokes cannot be told apart on the landmark graph (γ_{k−1} ≤ 0): their "
+                "pixels share the same landmark codes; draw them elsewhere or use more landmarks")
+        beta = beta0 * g_k1
+        if beta >= gamma[0]:
+            raise InvalidInputError(f"β = {beta:.3g} ≥ γ_max = {gamma[0]:.3g}: no solution "
+                                    "(Algorithm 1, step 6); use a smaller beta0")
+        Qz = G @ qk @ G.T
+        timings["constraints"] = time.perf_counter() - t
+        check_cancel(cancel)
+
+        t = time.perf_counter()
+        H = basis.complement()
+        a_diag = 1.0 - basis.lam
+        Ah = (H.T * a_diag) @ H
+        Bh = H.T @ Qz @ H - beta * np.eye(H.shape[1])
+        alpha, RA = sla.eigh((Ah + Ah.T) / 2)
+        N = RA / np.sqrt(np.maximum(alpha, 0) + A_EPS)
+        C = N.T @ Bh @ N
+        mu, W = sla.eigh((C + C.T) / 2)
+        pos = np.flatnonzero(mu > 0)                                   # step 7
+        if pos.size == 0:
+            raise InvalidInputError("no eigenvector satisfies the constraints (no λ > 0); "
+                                    "use a smaller beta0")
+        Z = H @ (N @ W[:, pos])
+        Z /= np.linalg.norm(Z, axis=0)                                 # step 8
+        cost = np.einsum("ij,i,ij->j", Z, a_diag, Z)
+        m = min(k - 1, pos.size)
+        sel = np.argsort(cost, kind="stable")[:m]                      # step 10
+        V = Z[:, sel]
+        VAV = (V.T * a_diag) @ V
+        Y = basis.T @ (V @ (np.eye(m) - VAV))                          # step 11 (coefficients)
+        lam = 1.0 / mu[pos][sel]
+        timings["eigensolver"] = time.perf_counter() - t
+        check_cancel(cancel)
+
+        t = time.perf_counter()
+        rng = np.random.default_rng([o["seed"], 1])
+        labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
+                              restarts=o["kmeans_restarts"], rng=rng, cancel=cancel)
+        timings["partition"] = time.perf_counter() - t
+        return labels, X, lam, {"beta": float(beta), "beta0": float(beta0),
+                                "gamma_k-1": float(g_k1)}
