@@ -1,0 +1,218 @@
+"""Semi-supervised cluster ensemble with sparse random projection (Liu et al. 2017, §4).
+
+Liu, Ye, Wei, Tian, Liao, Zhang, "Fast Constrained Spectral Clustering and Cluster Ensemble
+with Random Projection", Computational Intelligence and Neuroscience 2017, article 2658707.
+
+The text file segapp works from stops at §3; §4 is reconstructed from the preliminaries it
+builds on (§2.3 Lemma 1, §2.4 Lemma 2), the abstract and the contribution list (§1), and the
+works cited there (Liu et al., "Spectral Ensemble Clustering", KDD 2015 [22]; Kane & Nelson,
+sparse JL [34]). Three stages:
+
+1. Base partitions (§1 (iii): "the combination of the fast CSC algorithm and spectral ensemble
+   clustering"): ``n_partitions`` runs of :class:`~segapp.methods.landmark_fastge.LandmarkFastGE`
+   (§3) with the same strokes and different random landmark samples (seed per partition;
+   ``landmark_selection="random"`` by default, the paper's and the source of diversity). Each
+   base partition is matched to the user's label ids, so all have k clusters.
+
+2. Binary matrix and SEC (§2.3, Lemma 1): ``B = [B^{(1)} … B^{(r)}]`` (n × Σk_i) with
+   ``B^{(i)}_{lj} = 1`` iff point l is in cluster j of partition i. The co-association matrix is
+   ``S = BBᵀ`` and normalized-cut spectral clustering on S is equivalent to **weighted k-means on
+   the points b_l / w_l with weights w_l**, ``w_l = D_ll = Σ_j S_lj`` (Lemma 1; the symbols are
+   lost in the text, this is Theorem 1 of [22]). ``w_l = Σ_i |C^{(i)}(l)|``, the summed sizes of
+   the clusters containing l, so S is never formed.
+
+3. Sparse random projection (§2.4, Lemma 2): the points are projected to ``d'`` dimensions by
+   Kane & Nelson's block construction ``R`` (d' × Σk_i): each column has ``s`` non-zeros
+   ``±1/√s``, one in each of s blocks of d'/s rows, at a random row of the block with a random
+   sign. Then weighted k-means on ``R b_l / w_l`` (§4: random projection keeps the weighted
+   k-means objective within a small factor). Default ``d' = 4k`` (capped at Σk_i), ``s = 2``:
+   projection bounds for k-means need O(k/ε²) dimensions, independent of n; k-means (k
+   clusters) is what the consensus runs.
+
+Implementation: a row of B is determined by the tuple of its base labels, so the n points
+collapse to the distinct tuples (at most k^r, in practice a few hundred to thousands); weighted
+k-means on the distinct tuples with weights ``w_l × multiplicity`` has exactly the objective of
+weighted k-means on all n rows, at a fraction of the cost. Weighted k-means: Lloyd iterations
+from weighted k-means++ starts (``consensus_restarts``) and one start from each label's stroke
+mean; the lowest objective wins; the clusters are matched to the user's labels (Hungarian).
+
+``eigenvectors`` holds, per label, the fraction of base partitions that gave each pixel that
+label (the co-association evidence; the projected coordinates themselves are random mixtures
+with no visual meaning); ``eigenvalues`` is empty.
+
+Memory: each base partition keeps its landmark coding (O(n·r)) for fast re-solves after an
+edit, i.e. r·n_partitions·8 bytes per pixel, so the method works on Session's reduced working
+copy (``full_resolution = False``) rather than on 12-megapixel originals.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from scipy.cluster.vq import vq
+
+from ..errors import InvalidInputError
+from ..landmarks import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
+                         _positive_int, check_cancel, read_strokes)
+from ..partition import match_labels
+from ..result import Segmentation
+from .landmark_fastge import DEFAULTS as LFG_DEFAULTS
+from .landmark_fastge import LandmarkFastGE
+
+DEFAULTS: dict[str, Any] = {
+    **LFG_DEFAULTS,
+    "landmark_selection": "random",
+    "n_partitions": 8,
+    "projection_dim": None,
+    "projection_nnz": 2,
+    "consensus_restarts": 10,
+}
+
+
+def sparse_projection(d: int, D: int, s: int, rng: np.random.Generator) -> np.ndarray:
+    """Kane–Nelson block sparse JL matrix (d × D), s non-zeros ±1/√s per column (dense array)."""
+    R = np.zeros((d, D))
+    bounds = np.linspace(0, d, s + 1).astype(int)
+    for b in range(s):
+        lo, hi = bounds[b], bounds[b + 1]
+        rows = rng.integers(lo, hi, size=D)
+        signs = rng.choice([-1.0, 1.0], size=D)
+        R[rows, np.arange(D)] += signs / np.sqrt(s)
+    return R
+
+
+def weighted_kmeans(Y: np.ndarray, w: np.ndarray, k: int, *, seeds: np.ndarray | None,
+                    restarts: int, rng: np.random.Generator, iterations: int = 100,
+                    cancel: Cancel = None) -> tuple[np.ndarray, float]:
+    """Best (lowest ``Σ w ‖y − c‖²``) of Lloyd runs from weighted k-means++ starts and ``seeds``."""
+    starts = [] if seeds is None else [np.asarray(seeds, float)]
+    for _ in range(restarts):
+        c = np.empty((k, Y.shape[1]))
+        c[0] = Y[rng.choice(len(Y), p=w / w.sum())]
+        d2 = ((Y - c[0]) ** 2).sum(1)
+        for j in range(1, k):
+            prob = w * d2
+            tot = prob.sum()
+            c[j] = Y[rng.choice(len(Y), p=prob / tot)] if tot > 0 else Y[rng.integers(len(Y))]
+            d2 = np.minimum(d2, ((Y - c[j]) ** 2).sum(1))
+        starts.append(c)
+    best, best_obj = None, np.inf
+    for c in starts:
+        check_cancel(cancel)
+        c = c.copy()
+        codes = None
+        for _ in range(iterations):
+            new, dist = vq(Y, c, check_finite=False)
+            if codes is not None and np.array_equal(new, codes):
+                break
+            codes = new
+            mass = np.bincount(codes, weights=w, minlength=k)
+            for j in np.flatnonzero(mass > 0):
+                c[j] = (w[codes == j, None] * Y[codes == j]).sum(0) / mass[j]
+        codes, dist = vq(Y, c, check_finite=False)
+        obj = float(np.dot(w, dist ** 2))
+        if obj < best_obj:
+            best, best_obj = codes, obj
+    return best, best_obj
+
+
+class ClusterEnsemble(FeatureMethod):
+    """Consensus of several landmark FAST-GE partitions by SEC with sparse random projection."""
+
+    name = "ensemble"
+    description = ("semi-supervised cluster ensemble (Liu et al. 2017 §4): landmark FAST-GE "
+                   "partitions, consensus by weighted k-means on a sparse random projection")
+    constrained = True
+    full_resolution = False
+    defaults = DEFAULTS
+
+    def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
+        self._check_names(options)
+        self.options = {**DEFAULTS, **options}
+        o = self.options
+        _positive_int("n_partitions", o["n_partitions"], 1)
+        _positive_int("projection_nnz", o["projection_nnz"], 1)
+        _positive_int("consensus_restarts", o["consensus_restarts"], 0)
+        if o["projection_dim"] is not None:
+            _positive_int("projection_dim", o["projection_dim"], 1)
+            if o["projection_dim"] < o["projection_nnz"]:
+                raise InvalidInputError("projection_dim must be ≥ projection_nnz")
+        base = {k: v for k, v in o.items() if k in LFG_DEFAULTS and k != "seed"}
+        self.features = features
+        self.shape = tuple(shape)
+        self.bases = [LandmarkFastGE(features, shape, seed=self._base_seed(i), **base)
+                      for i in range(o["n_partitions"])]
+        self.timings: dict[str, float] = {}
+
+    def _base_seed(self, i: int) -> int:
+        return int(np.random.default_rng([self.options["seed"], 2, i]).integers(2 ** 31))
+
+    def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
+               confidence: np.ndarray | None = None) -> Segmentation:
+        o = self.options
+        strokes = read_strokes(scribbles, self.features.n, confidence)
+        k, n = strokes.k, self.features.n
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        ids = np.asarray(strokes.label_ids)
+        lut = np.zeros(ids.max() + 1, np.uint8)
+        lut[ids] = np.arange(k)
+        codes = np.empty((n, len(self.bases)), np.uint8)
+        for i, m in enumerate(self.bases):
+            check_cancel(cancel)
+            res = m.update(scribbles, cancel=cancel, confidence=confidence)
+            codes[:, i] = lut[res.labels.ravel()]
+        timings["base_partitions"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        labels, votes, obj, distinct = self._consensus(codes, strokes, cancel)
+        timings["consensus"] = time.perf_counter() - t
+        kept = float(np.mean(np.concatenate(
+            [labels[S] == i for i, S in zip(strokes.label_ids, strokes.sets)])))
+        b0 = self.bases[0]
+        diag = LandmarkDiagnostics(b0.code.p, b0.basis.size, b0.code.sigma, kept,
+                                   {"partitions": len(self.bases), "distinct_rows": distinct,
+                                    "objective": round(obj, 6)})
+        return Segmentation(labels.reshape(self.shape), strokes.label_ids,
+                            votes.reshape(*self.shape, k), np.zeros(0), timings, diag, self.name)
+
+    def _consensus(self, codes: np.ndarray, strokes: StrokeSets,
+                   cancel: Cancel) -> tuple[np.ndarray, np.ndarray, float, int]:
+        o = self.options
+        n, r = codes.shape
+        k = strokes.k
+        rng = np.random.default_rng([o["seed"], 3])
+        # distinct rows of B (= distinct tuples of base labels)
+        if r * np.log2(max(k, 2)) < 62:
+            key = np.zeros(n, np.int64)
+            for i in range(r):
+                key = key * k + codes[:, i]
+            _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True,
+                                                  return_counts=True)
+            tuples = codes[first]
+        else:
+            tuples, inverse, counts = np.unique(codes, axis=0, return_inverse=True,
+                                                return_counts=True)
+        inverse = inverse.ravel()
+        # w_l = Σ_i |C^(i)(l)| (Lemma 1): sizes of the clusters containing the tuple
+        sizes = np.stack([np.bincount(codes[:, i], minlength=k) for i in range(r)])  # r × k
+        w = sizes[np.arange(r)[None, :], tuples].sum(axis=1).astype(float)
+        D = r * k
+        d = o["projection_dim"] or min(D, 4 * k)
+        s = min(o["projection_nnz"], d)
+        R = sparse_projection(d, D, s, rng)
+        cols = np.arange(r)[None, :] * k + tuples                 # column of B per partition
+        Y = R[:, cols].sum(axis=2).T / w[:, None]                 # R b_l / w_l, per tuple
+        weights = w * counts
+        seeds = []
+        for S in strokes.sets:
+            t_idx = inverse[S]
+            seeds.append(np.average(Y[t_idx], axis=0, weights=w[t_idx]))
+        tcodes, obj = weighted_kmeans(Y, weights, k, seeds=np.array(seeds),
+                                      restarts=o["consensus_restarts"], rng=rng, cancel=cancel)
+        labels = match_labels(tcodes[inverse].astype(np.int64), strokes.sets, strokes.label_ids, k)
+        frac = np.stack([(tuples == a).mean(axis=1) for a in range(k)], axis=1)   # tuple × k
+        votes = frac.astype(np.float32)[inverse]
+        return labels, votes, obj, len(tuples)
