@@ -12,10 +12,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
+from .ensemble import ClusterEnsemble
 from .fastge import FastGE
+from .landmark_fastge import LandmarkFastGE
 from .ncut import NCut
+from .scacs import SCACS
 
-REGISTRY: dict[str, type] = {cls.name: cls for cls in (FastGE, NCut)}
+REGISTRY: dict[str, type] = {cls.name: cls for cls in (FastGE, NCut, LandmarkFastGE,
+                                                       ClusterEnsemble, SCACS)}
 
 
 def available_methods() -> list[tuple[str, str]]:
