@@ -116,7 +116,7 @@ LANDMARK_DEFAULTS: dict[str, Any] = {
     "sigma": None,
     "sigma_rule": "knn",
     "sigma_scale": 1.0,
-    "spatial_weight": 1.0,
+    "spatial_weight": 0.25,
     "kmeans_sample": 20_000,
     "kmeans_restarts": 10,
     "seed": 0,
@@ -170,7 +170,7 @@ class ArrayFeatures(Features):
 class ImageFeatures(Features):
     """Colour + scaled position of every pixel of an (H, W) or (H, W, 3) image (module notes)."""
 
-    def __init__(self, image: np.ndarray, spatial_weight: float = 1.0) -> None:
+    def __init__(self, image: np.ndarray, spatial_weight: float = 0.25) -> None:
         img = np.asarray(image, dtype=np.float32)
         if img.ndim == 2:
             img = img[:, :, None]

@@ -55,7 +55,8 @@ from scipy.cluster.vq import vq
 
 from ..errors import InvalidInputError
 from ..landmarks import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
-                         _positive_int, check_cancel, read_strokes)
+                         _positive_int, check_cancel, read_strokes,
+                         validate_landmark_options)
 from ..partition import match_labels
 from ..result import Segmentation
 from .landmark_fastge import DEFAULTS as LFG_DEFAULTS
@@ -132,6 +133,7 @@ class ClusterEnsemble(FeatureMethod):
         self._check_names(options)
         self.options = {**DEFAULTS, **options}
         o = self.options
+        validate_landmark_options(o)
         _positive_int("n_partitions", o["n_partitions"], 1)
         _positive_int("projection_nnz", o["projection_nnz"], 1)
         _positive_int("consensus_restarts", o["consensus_restarts"], 0)
