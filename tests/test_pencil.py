@@ -162,7 +162,9 @@ def test_project_gives_degree_orthogonal_vectors(problem):
 @pytest.mark.parametrize("m", [3, 4])
 def test_fastge_eigenpairs_match_dense_generalized_eigh(problem, m):
     p = problem
-    method = FastGE(p["g"], n_vectors=m, eig_tol=1e-12, res_tol=1e-10, maxiter=500)
+    # eig_tol 1e-9, not smaller: with m = 4 the three small pairs' residuals stagnate at
+    # ~1e-7 relative (numpy 2.4 / scipy 1.17) while their Ritz values move < 1e-9.
+    method = FastGE(p["g"], n_vectors=m, eig_tol=1e-9, res_tol=1e-10, maxiter=500)
     res = method.update(p["s"])
     assert res.diagnostics.converged
     assert res.eigenvalues.shape == (m,)

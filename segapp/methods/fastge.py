@@ -34,19 +34,17 @@ from threadpoolctl import threadpool_limits
 from ..amg import DEFAULT_THETA, AMGPreconditioner
 from ..constraints import Constraints, build_constraints, sparsify
 from ..errors import Cancelled, InvalidInputError, SolverError
-from ..graph import Graph, graph_from_adjacency, image_graph
+from ..graph import Graph
 from ..lobpcg import SolverDiagnostics, lobpcg
 from ..partition import embed, kmeans, match_labels, sweep_cut
 from ..pencil import Pencil
 from ..result import Segmentation
+from .graph_method import GRAPH_OPTIONS, GraphMethod, check_choice  # noqa: F401 (re-export)
 
 #: Relative diagonal shift of the matrix the AMG hierarchy is built on: small against the
 #: eigenvalues sought (so the preconditioner still inverts the smooth modes well) but enough
 #: to make the coarsest level non-singular.
 AMG_SHIFT = 1e-8
-
-#: Options that shape the image graph (see :func:`segapp.graph.image_graph`).
-GRAPH_OPTIONS = ("connectivity", "radius", "sigma", "sigma_scale", "color")
 
 DEFAULTS: dict[str, Any] = {
     "constraint_weight": 1.0,
@@ -64,13 +62,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def check_choice(name: str, value: Any, allowed: tuple) -> None:
-    if value not in allowed:
-        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, allowed))}; "
-                                f"got {value!r}")
-
-
-class FastGE:
+class FastGE(GraphMethod):
     """FAST-GE on one image graph, keeping what can be reused between scribble edits."""
 
     name = "fastge"
@@ -81,45 +73,12 @@ class FastGE:
     defaults = DEFAULTS
     graph_options = GRAPH_OPTIONS
 
-    @classmethod
-    def from_image(cls, image: np.ndarray, **options: Any) -> "FastGE":
-        """Build the image graph (graph options of :func:`segapp.graph.image_graph`), then the method."""
-        graph_opts = {k: options.pop(k) for k in GRAPH_OPTIONS if k in options}
-        t = time.perf_counter()
-        graph = image_graph(image, **graph_opts)
-        elapsed = time.perf_counter() - t
-        method = cls(graph, **options)
-        method.timings = {"graph": elapsed, **method.timings}
-        return method
-
-    @classmethod
-    def from_data(cls, *, graph: sp.spmatrix | None = None, features: np.ndarray | None = None,
-                  **options: Any) -> "FastGE":
-        """FAST-GE on any weighted graph (``features`` are not used by this method)."""
-        if graph is None:
-            raise InvalidInputError(f"method {cls.name!r} needs a graph (adjacency matrix)")
-        t = time.perf_counter()
-        g = graph_from_adjacency(graph)
-        elapsed = time.perf_counter() - t
-        method = cls(g, **options)
-        method.timings = {"graph": elapsed, **method.timings}
-        return method
-
     def __init__(self, graph: Graph, **options: Any) -> None:
-        self.graph = graph
-        unknown = sorted(set(options) - set(DEFAULTS))
-        if unknown:
-            raise InvalidInputError(
-                f"unknown option(s) {', '.join(unknown)} for method {self.name!r}; valid: "
-                f"{', '.join(sorted(set(DEFAULTS) | set(GRAPH_OPTIONS)))}")
-        self.options = {**DEFAULTS, **options}
+        super().__init__(graph, **options)
         o = self.options
         check_choice("k2_partition", o["k2_partition"], ("sweep", "kmeans"))
         check_choice("eigensolver", o["eigensolver"], ("segapp", "scipy"))
         check_choice("on_nonconvergence", o["on_nonconvergence"], ("raise", "warn"))
-        if not (isinstance(o["kmeans_restarts"], (int, np.integer)) and o["kmeans_restarts"] >= 0):
-            raise InvalidInputError("kmeans_restarts must be a non-negative integer")
-        self.timings: dict[str, float] = {}
         self.amg: AMGPreconditioner | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
