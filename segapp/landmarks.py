@@ -468,21 +468,26 @@ def _normalise_rows(X: np.ndarray) -> np.ndarray:
     return X / np.where(lengths > 0, lengths, 1.0)[:, None]
 
 
+def _identity(X: np.ndarray) -> np.ndarray:
+    return X
+
+
 def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: int,
               restarts: int, rng: np.random.Generator, cancel: Cancel = None,
-              seeded: bool = True) -> tuple[np.ndarray, np.ndarray]:
+              seeded: bool = True, normalise: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Labels (user ids, flat int32) and the embedding ``Ẑ Y`` (n × m float32); module notes.
 
     k-means runs on ``sample`` random rows (plus a start from each label's stroke mean when
-    ``seeded``); every row then goes to its nearest centre.
+    ``seeded``); every row then goes to its nearest centre. Rows are normalised first unless
+    ``normalise`` is False. ``code`` is anything with ``n`` and :meth:`SparseCode.apply`.
     """
     n, k = code.n, strokes.k
+    rownorm = _normalise_rows if normalise else _identity
     rows = np.sort(rng.choice(n, size=min(n, sample), replace=False))
-    U = _normalise_rows(code.apply(Y, rows=rows))
+    U = rownorm(code.apply(Y, rows=rows))
     seeds = None
     if seeded:
-        seeds = np.array([_normalise_rows(code.apply(Y, rows=S)).mean(axis=0)
-                          for S in strokes.sets])
+        seeds = np.array([rownorm(code.apply(Y, rows=S)).mean(axis=0) for S in strokes.sets])
     codes = kmeans(U, k, seeds=seeds, restarts=restarts, rng=rng, cancel=cancel)
     centres = np.array([U[codes == j].mean(axis=0) if np.any(codes == j)
                         else np.full(U.shape[1], np.inf) for j in range(k)])
@@ -493,7 +498,7 @@ def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: i
         hi = min(lo + CHUNK, n)
         X = code.apply(Y, lo, hi)
         X32[lo:hi] = X
-        labels[lo:hi], _ = vq(_normalise_rows(X), centres, check_finite=False)
+        labels[lo:hi], _ = vq(rownorm(X), centres, check_finite=False)
     return match_labels(labels, strokes.sets, strokes.label_ids, k), X32
 
 
@@ -534,12 +539,12 @@ def _positive_float(name: str, value: Any) -> float:
 def validate_landmark_options(o: dict[str, Any]) -> None:
     """Check the shared options (raises InvalidInputError)."""
     _positive_int("n_landmarks", o["n_landmarks"], 2)
-    _positive_int("landmark_sample", o["landmark_sample"], 2)
+    _positive_int("landmark_sample", o.get("landmark_sample", 2), 2)
     _positive_int("n_nearest", o["n_nearest"], 2)
     _positive_int("kmeans_sample", o["kmeans_sample"], 2)
     _positive_int("kmeans_restarts", o["kmeans_restarts"], 0)
     _positive_int("seed", o["seed"], 0)
-    if o["landmark_selection"] not in ("random", "kmeans"):
+    if o.get("landmark_selection", "random") not in ("random", "kmeans"):
         raise InvalidInputError("landmark_selection must be 'random' or 'kmeans', "
                                 f"got {o['landmark_selection']!r}")
     if o["sigma_rule"] not in ("knn", "all"):

@@ -12,14 +12,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
+from .ccskl import CCSKL
 from .ensemble import ClusterEnsemble
 from .fastge import FastGE
 from .landmark_fastge import LandmarkFastGE
 from .ncut import NCut
 from .scacs import SCACS
+from .scpc import SCPC
 
 REGISTRY: dict[str, type] = {cls.name: cls for cls in (FastGE, NCut, LandmarkFastGE,
-                                                       ClusterEnsemble, SCACS)}
+                                                       ClusterEnsemble, SCACS, CCSKL, SCPC)}
 
 
 def available_methods() -> list[tuple[str, str]]:
