@@ -17,6 +17,11 @@ Methods
 ``ncut``
     segapp's unconstrained normalized cut on the same graph (clusters matched to labels by
     the Hungarian method inside segapp).
+``landmark``, ``ensemble``, ``scacs``, ``ccskl``, ``scpc``
+    segapp's other methods with their default options (the group ``family``, not in the
+    default run): landmark FAST-GE (Liu et al. 2017 §3), its cluster ensemble (§4), SCACS
+    (Li et al. 2015), CCSKL (Li & Liu 2009) and SC-PC (2015). A variant whose method this
+    segapp does not register is skipped with a note (:func:`probe_segapp`).
 ``rw``, ``rw_tuned``
     :func:`skimage.segmentation.random_walker`, ``mode='cg_mg'`` (pyamg), ``beta=130`` and a
     beta chosen on the dev set (:mod:`benchmarks.quality` ``--rw-beta`` / tuning).
@@ -196,10 +201,37 @@ SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "fastge_r3": ("fastge", {"radius": 3},
                   "segapp FAST-GE, radius-3 graph (28 neighbours)"),
     "ncut": ("ncut", {}, "segapp unconstrained normalized cut, Hungarian-matched"),
+    "landmark": ("landmark", {}, "segapp landmark FAST-GE (Liu et al. 2017 §3), default options"),
+    "ensemble": ("ensemble", {},
+                 "segapp cluster ensemble of landmark FAST-GE partitions (Liu et al. 2017 §4)"),
+    "scacs": ("scacs", {}, "segapp SCACS (Li et al. 2015): constrained ncut, landmark graph"),
+    "ccskl": ("ccskl", {}, "segapp CCSKL (Li & Liu 2009): spectral kernel learning"),
+    "scpc": ("scpc", {}, "segapp SC-PC (2015): stroke pixels as landmarks"),
 }
 
 ALL_METHODS = ("fastge", "fastge_c4", "fastge_grey", "fastge_r2", "fastge_r3", "ncut", "rw", "rw_tuned",
                "watershed", "grabcut")
+
+#: segapp's related methods (landmark and kernel-learning): slower per stroke than FAST-GE on
+#: small images, so not in the default run; ``--methods family`` (or ``all``) selects them.
+FAMILY_METHODS = ("landmark", "ensemble", "scacs", "ccskl", "scpc")
+
+#: Names that stand for several methods on the command line.
+METHOD_GROUPS: dict[str, tuple[str, ...]] = {
+    "default": ALL_METHODS,
+    "family": FAMILY_METHODS,
+    "all": ALL_METHODS + FAMILY_METHODS,
+}
+
+
+def expand_methods(names: tuple[str, ...] | list[str]) -> list[str]:
+    """Method names with group names (:data:`METHOD_GROUPS`) expanded, first occurrence kept."""
+    out: list[str] = []
+    for name in names:
+        for m in METHOD_GROUPS.get(name, (name,)):
+            if m not in out:
+                out.append(m)
+    return out
 
 
 def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | None = None,
@@ -210,7 +242,8 @@ def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | 
     Parameters
     ----------
     names : sequence of str
-        Method names (see :data:`ALL_METHODS`).
+        Method names (see :data:`ALL_METHODS`, :data:`FAMILY_METHODS`; group names of
+        :data:`METHOD_GROUPS` are expanded).
     rw_beta : float, optional
         Beta of ``rw_tuned``; when None ``rw_tuned`` is left out (the caller tunes it first).
     segapp_mode : {"session", "segment"}
@@ -221,7 +254,7 @@ def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | 
     """
     out: dict[str, Method] = {}
     ok_segapp, why_segapp = segapp_available()
-    for name in names:
+    for name in expand_methods(names):
         if name in SEGAPP_VARIANTS:
             if not ok_segapp:
                 log(f"note: {name} {why_segapp}")
@@ -255,6 +288,7 @@ def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | 
             out[name] = Method(name, "OpenCV grabCut, mask init from strokes, 5 iterations",
                                grabcut_labels, binary_only=True)
         else:
-            raise ValueError(f"unknown method {name!r}; choose from {', '.join(ALL_METHODS)}")
+            raise ValueError(f"unknown method {name!r}; choose from "
+                             f"{', '.join(METHOD_GROUPS['all'] + tuple(METHOD_GROUPS))}")
     return out
 

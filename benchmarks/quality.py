@@ -5,6 +5,14 @@ Usage::
     python benchmarks/quality.py [--data DIR] [--dataset bsds|grabcut|all] [--methods ...]
                                  [--max-strokes 20] [--scale 0.5] [--quick] [--out DIR]
 
+``--methods`` takes method names (:mod:`benchmarks.peers`) and group names, mixed:
+``default`` (:data:`benchmarks.peers.ALL_METHODS`: the FAST-GE variants, ncut and the peers;
+what runs without ``--methods``), ``family`` (segapp's related methods ``landmark``,
+``ensemble``, ``scacs``, ``ccskl``, ``scpc``; left out of the default run because they take
+longer per stroke) and ``all``. E.g. ``--methods family fastge rw_tuned`` compares the family
+with FAST-GE and the tuned random walker. A segapp variant whose method the installed segapp
+does not register is skipped with a printed note.
+
 Protocol (see :mod:`benchmarks.robot` for the simulated annotator):
 
 1. every image (and its ground truth, nearest-neighbour) is resized by ``--scale`` (0.5 by
@@ -290,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", help="data directory (default: ../shared/data from the repo)")
     ap.add_argument("--dataset", choices=("bsds", "grabcut", "all"), default="all")
     ap.add_argument("--methods", nargs="+", default=list(peers.ALL_METHODS),
-                    help=f"subset of {' '.join(peers.ALL_METHODS)}")
+                    help=f"methods or groups ({', '.join(peers.METHOD_GROUPS)}); default: "
+                         f"{' '.join(peers.ALL_METHODS)}; family: "
+                         f"{' '.join(peers.FAMILY_METHODS)}")
     ap.add_argument("--max-strokes", type=int, default=20)
     ap.add_argument("--scale", type=float, default=0.5, help="image resize factor (<= 1)")
     ap.add_argument("--limit", type=int, help="use the first N images of each dataset")
@@ -304,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="2 small images per dataset, first round only (CI smoke test)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "out"))
     args = ap.parse_args(argv)
+    args.methods = peers.expand_methods(args.methods)
 
     data = find_data(args.data)
     if data is None or not data.is_dir():
