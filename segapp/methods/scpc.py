@@ -68,7 +68,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..landmarks import (LANDMARK_DEFAULTS, Cancel, FeatureMethod, Features, LandmarkDiagnostics,
+from ..landmarks import (CHUNK, LANDMARK_DEFAULTS, Cancel, FeatureMethod, Features, LandmarkDiagnostics,
                          SparseCode, StrokeSets, check_cancel, partition, read_strokes,
                          sparse_code, validate_landmark_options, _positive_int)
 from ..result import Segmentation
@@ -142,6 +142,36 @@ class ConstrainedCode:
         return out
 
 
+def _top_per_landmark(i: np.ndarray, j: np.ndarray, z: np.ndarray, p: int,
+                      l: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``l`` entries of largest ``z`` for every landmark ``j`` (ties: smaller ``i`` first)."""
+    order = np.lexsort((i, -z, j))
+    i, j, z = i[order], j[order], z[order]
+    rank = np.arange(j.size) - np.searchsorted(j, np.arange(p))[j]
+    top = rank < l
+    return i[top], j[top], z[top]
+
+
+def landmark_neighbours(code: SparseCode, exclude: np.ndarray,
+                        l: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``L_{p_j}`` for every landmark: the ``l`` points (not in ``exclude``) of largest ``Ẑ_ij``.
+
+    Returns the (point, landmark, affinity) triples. Chunked: the best ``l`` per landmark of
+    each chunk of rows, then the best ``l`` of those, so memory stays O(chunk + l·p·chunks).
+    """
+    n, p, r = code.n, code.p, code.r
+    ds = code.dscale
+    parts = []
+    for lo in range(0, n, CHUNK):
+        hi = min(lo + CHUNK, n)
+        j = code.idx[lo:hi].ravel().astype(np.int64)
+        i = np.repeat(np.arange(lo, hi), r)
+        z = code.w[lo:hi].ravel() * ds[j]
+        ok = (~exclude[i]) & (z > 0)
+        parts.append(_top_per_landmark(i[ok], j[ok], z[ok], p, l))
+    return _top_per_landmark(*(np.concatenate(x) for x in zip(*parts)), p, l)
+
+
 def constrained_code(code: SparseCode, points: np.ndarray, comp: np.ndarray,
                      strokes: StrokeSets, n_neighbours: int) -> tuple[ConstrainedCode, int]:
     """Eqs. (3)–(6) on the code of the n points over the landmarks ``points`` (module notes).
@@ -155,21 +185,10 @@ def constrained_code(code: SparseCode, points: np.ndarray, comp: np.ndarray,
     stroke_comp = np.concatenate([np.full(S.size, a) for a, S in enumerate(strokes.sets)])
     is_stroke = np.zeros(n, bool)
     is_stroke[stroke_pix] = True
-    # every (point, landmark) entry of Ẑ, ranked per landmark by affinity
-    flat_j = code.idx.ravel().astype(np.int64)
-    flat_i = np.repeat(np.arange(n), r)
-    flat_z = code.w.ravel() * ds[flat_j]
-    ok = (~is_stroke[flat_i]) & (flat_z > 0)
-    flat_i, flat_j, flat_z = flat_i[ok], flat_j[ok], flat_z[ok]
-    order = np.lexsort((-flat_z, flat_j))
-    flat_i, flat_j, flat_z = flat_i[order], flat_j[order], flat_z[order]
-    start = np.searchsorted(flat_j, np.arange(p))
-    rank = np.arange(flat_j.size) - start[flat_j]
-    top = rank < n_neighbours                               # L_{p_j}: l best per landmark
-    nb_i, nb_j, nb_z = flat_i[top], flat_j[top], flat_z[top]
+    nb_i, nb_j, nb_z = landmark_neighbours(code, is_stroke, n_neighbours)
     members = [np.flatnonzero(comp == a) for a in range(k)]
     # eq. (6) entries, per component: union of neighbourhoods × the component's landmarks
-    rows_e, cols_e, vals_e = [], [], []
+    rows_e, cols_e, vals_e, owned = [], [], [], []
     for a in range(k):
         sel = np.isin(nb_j, members[a])
         if not np.any(sel):
@@ -179,27 +198,24 @@ def constrained_code(code: SparseCode, points: np.ndarray, comp: np.ndarray,
         rows_e.append(np.repeat(pts, members[a].size))
         cols_e.append(np.tile(members[a], pts.size))
         vals_e.append(np.repeat(vals, members[a].size))
+        owned.append(pts * k + a)
     prop_rows = np.unique(np.concatenate(rows_e)) if rows_e else np.zeros(0, np.int64)
     # eq. (3): each stroke pixel's row = indicator of its component's landmarks
     rows_e.append(np.repeat(stroke_pix, [members[a].size for a in stroke_comp]))
     cols_e.append(np.concatenate([members[a] for a in stroke_comp]))
     vals_e.append(np.ones(cols_e[-1].size))
+    # a propagated row keeps its code entries for landmarks of components it is not in
+    kp_i = np.repeat(prop_rows, r)
+    kp_j = code.idx[prop_rows].ravel().astype(np.int64)
+    kp_v = code.w[prop_rows].ravel() * ds[kp_j]
+    free = ~np.isin(kp_i * k + comp[kp_j], np.concatenate(owned) if owned else [])
+    rows_e.append(kp_i[free])
+    cols_e.append(kp_j[free])
+    vals_e.append(kp_v[free])
     replaced = np.union1d(prop_rows, stroke_pix)
-    r_i = np.searchsorted(replaced, np.concatenate(rows_e))
-    r_j = np.concatenate(cols_e)
-    r_v = np.concatenate(vals_e)
-    # a propagated row keeps its code entries for the landmarks of other components
-    keep_prop = prop_rows
-    kp_i = np.repeat(keep_prop, r)
-    kp_j = code.idx[keep_prop].ravel().astype(np.int64)
-    kp_v = (code.w[keep_prop] * ds[code.idx[keep_prop]]).ravel()
-    touched = sp.csr_matrix((np.ones(r_i.size), (r_i, r_j)), shape=(replaced.size, p))
-    touched.sum_duplicates()
-    kp_r = np.searchsorted(replaced, kp_i)
-    free = np.asarray(touched[kp_r, kp_j]).ravel() == 0
-    Zr = sp.csr_matrix((np.concatenate([r_v, kp_v[free]]),
-                        (np.concatenate([r_i, kp_r[free]]), np.concatenate([r_j, kp_j[free]]))),
-                       shape=(replaced.size, p))
+    Zr = sp.csr_matrix((np.concatenate(vals_e),
+                        (np.searchsorted(replaced, np.concatenate(rows_e)),
+                         np.concatenate(cols_e))), shape=(replaced.size, p))
     return ConstrainedCode(code, replaced, Zr), int(prop_rows.size)
 
 
