@@ -261,8 +261,10 @@ class SCPC(FeatureMethod):
         timings["constraints"] = time.perf_counter() - t
         check_cancel(cancel)
         t = time.perf_counter()
-        s2, A = sla.eigh(zhat.gram(cancel))
-        top = np.argsort(s2)[::-1][:k]
+        gram = zhat.gram(cancel)
+        p = gram.shape[0]
+        s2, A = sla.eigh(gram, subset_by_index=[p - k, p - 1])   # the k largest
+        top = np.argsort(s2)[::-1]
         sv = np.sqrt(np.maximum(s2[top], 0.0))
         if not np.all(sv > 1e-12 * max(sv[0], 1e-300)):
             raise InvalidInputError(f"the landmark affinity has rank < k={k}: the strokes "
