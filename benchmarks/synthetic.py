@@ -65,7 +65,11 @@ Metrics
     labels against the ground truth over all n nodes (labelled ones included), from the
     contingency table; wall time of the call (``time.perf_counter``, including the method's
     set-up on the graph: constraints, preconditioner, landmarks). Each method is called once
-    untimed before the trials to load its code paths. Mean ± sample std over the successful
+    untimed before the trials to load its code paths. BLAS runs on ``--blas-threads`` (1)
+    threads for every method, as FAST-GE and CCSKL already do internally: on the shared
+    2-core machine a second OpenBLAS thread that finds its core busy makes the landmark
+    methods' dense eigensolves ~8× slower (measured: landmark 31 s vs 3.9 s, one call at
+    n = 1500 with two other processes running), which would time the machine's load. Mean ± sample std over the successful
     trials, and the number of failed trials.
 Output
     Three tables on stdout (RI, ARI, time with the ratio to ``rw``; rows = methods, columns =
@@ -82,6 +86,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+from contextlib import nullcontext
 import sys
 import time
 import warnings
@@ -93,6 +98,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.spatial import cKDTree
+from threadpoolctl import threadpool_limits
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -433,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--noise", type=float, default=0.1, help="std of the Gaussian point noise")
     p.add_argument("--weights", choices=("binary", "gaussian"), default="binary")
     p.add_argument("--n-landmarks", type=int, help="for the landmark methods (default: theirs)")
+    p.add_argument("--blas-threads", type=int, default=1,
+                   help="BLAS threads for every method (0 = leave the library default)")
     p.add_argument("--quick", action="store_true", help="n=300, 25 and 50 labels, 2 trials")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "out"))
     a = p.parse_args(argv)
@@ -446,11 +454,16 @@ def main(argv: list[str] | None = None) -> int:
         a.n, a.labels, a.trials = 300, [25, 50], 2
     extra = {} if a.n_landmarks is None else {"n_landmarks": a.n_landmarks}
     caption = (f"Four-Moons NoisyKnn(n={a.n}, k_g={a.kg}, l_g={a.lg:g}), noise {a.noise:g}, "
-               f"{a.weights} weights, {a.trials} trials, data seed {a.seed}")
+               f"{a.weights} weights, {a.trials} trials, data seed {a.seed}, "
+               f"BLAS threads {a.blas_threads or 'default'}")
     print(f"segapp {segapp.__version__}, {os.cpu_count()} CPUs; {caption}; "
           f"methods: {' '.join(a.methods)}")
     t = time.perf_counter()
-    rows = run(a.methods, a.n, a.kg, a.lg, a.noise, a.weights, a.labels, a.trials, a.seed, extra)
+    blas = (threadpool_limits(limits=a.blas_threads, user_api="blas") if a.blas_threads > 0
+            else nullcontext())
+    with blas:
+        rows = run(a.methods, a.n, a.kg, a.lg, a.noise, a.weights, a.labels, a.trials, a.seed,
+                   extra)
     elapsed = time.perf_counter() - t
     print("\nRand index (mean±std over trials) by number of labelled nodes")
     print(table(rows, a.methods, a.labels, "ri"))
