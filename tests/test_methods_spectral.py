@@ -316,6 +316,8 @@ def test_bad_inputs(name):
                 cls.from_data(**data, n_eigenvectors=bad)
         with pytest.raises(InvalidInputError, match="confidence"):
             cls.from_data(**data).update(lab, confidence=np.full(len(X), 2.0))
+        with pytest.raises(InvalidInputError, match="row_normalise"):
+            cls.from_data(**data, row_normalise="yes")
     else:
         with pytest.raises(InvalidInputError, match="feature"):
             cls.from_data(graph=data_for("ccskl", X)["graph"])
@@ -330,3 +332,14 @@ def test_registry_lists_every_method_of_the_papers():
         cls = REGISTRY[name]
         assert cls.name == name and cls.constrained and cls.description
         assert "seed" in option_names(name)
+
+
+def test_ccskl_paper_literal_embedding_is_available():
+    """row_normalise=False: k-means on the rows of FΛ^{1/2} exactly as Algorithm 1 prints it."""
+    X, truth, lab = blobs()
+    lit = segapp.cluster(lab, graph=knn_graph(X), method="ccskl", row_normalise=False)
+    assert np.mean(lit.labels == truth) >= 0.95
+    img, truth, s = noisy_image()
+    a = segapp.segment(img, s, method="ccskl", row_normalise=False)
+    b = segapp.segment(img, s, method="ccskl")
+    np.testing.assert_array_equal(a.eigenvectors, b.eigenvectors)   # same kernel, other k-means
