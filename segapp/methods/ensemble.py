@@ -151,8 +151,8 @@ class ClusterEnsemble(FeatureMethod):
     def _base_seed(self, i: int) -> int:
         return int(np.random.default_rng([self.options["seed"], 2, i]).integers(2 ** 31))
 
-    def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
+    def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
+                confidence: np.ndarray | None = None) -> Segmentation:
         o = self.options
         strokes = read_strokes(scribbles, self.features.n, confidence)
         k, n = strokes.k, self.features.n

@@ -237,8 +237,8 @@ class SCPC(FeatureMethod):
         self.shape = tuple(shape)
         self.timings: dict[str, float] = {}
 
-    def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
+    def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
+                confidence: np.ndarray | None = None) -> Segmentation:
         """Landmarks, coding, constraint injection, SVD and k-means for the given strokes."""
         o = self.options
         strokes = read_strokes(scribbles, self.features.n, None)
