@@ -71,7 +71,10 @@ Usage::
 
 Outputs in ``--out`` (default ``benchmarks/out``): ``large.csv`` (one row per size and
 method), ``large_agreement.csv`` (one row per image and method) and ``large.md`` (both tables).
-Absolute times on a shared machine are noisy (the 1-minute load average is recorded per run).
+Absolute times on a shared machine are noisy (the 1-minute load average is recorded per run):
+the size sweep took 9 min at load ≈ 1.5 and 35 min at load 3-7 (agreement: 8 min at load 3),
+where the landmark methods slowed down 3-8× (their dense p×p algebra runs on every BLAS thread,
+which oversubscribed cores punish; FAST-GE limits itself to one).
 """
 
 from __future__ import annotations
