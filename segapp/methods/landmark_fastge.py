@@ -77,7 +77,7 @@ import scipy.linalg as sla
 
 from ..errors import InvalidInputError
 from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
-                         partition)
+                         _positive_float, partition)
 
 DEFAULTS: dict[str, Any] = {
     **LANDMARK_DEFAULTS,
@@ -132,13 +132,7 @@ class LandmarkFastGE(LandmarkMethod):
 
     def _validate(self) -> None:
         o = self.options
-        try:
-            cw = float(o["constraint_weight"])
-        except (TypeError, ValueError):
-            cw = float("nan")
-        if not (np.isfinite(cw) and cw > 0):
-            raise InvalidInputError(
-                f"constraint_weight must be a positive number, got {o['constraint_weight']!r}")
+        _positive_float("constraint_weight", o["constraint_weight"])
         m = o["n_vectors"]
         if m is not None and not (isinstance(m, (int, np.integer)) and m >= 1):
             raise InvalidInputError(f"n_vectors must be a positive integer or None, got {m!r}")

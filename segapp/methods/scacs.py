@@ -80,7 +80,7 @@ import scipy.linalg as sla
 
 from ..errors import InvalidInputError
 from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
-                         partition)
+                         _positive_float, partition)
 
 DEFAULTS: dict[str, Any] = {
     **LANDMARK_DEFAULTS,
@@ -104,11 +104,7 @@ class SCACS(LandmarkMethod):
         b = self.options["beta0"]
         if b is None:
             return
-        try:
-            v = float(b)
-        except (TypeError, ValueError):
-            v = float("nan")
-        if not (np.isfinite(v) and 0 < v < 1):
+        if not _positive_float("beta0", b) < 1:
             raise InvalidInputError(f"beta0 must lie in (0, 1) or be None, got {b!r}")
 
     def _solve(self, strokes: StrokeSets, timings: dict[str, float],
