@@ -88,6 +88,7 @@ k-means of Liu et al. §3.1 — and matches clusters to the user's labels (Hunga
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
@@ -132,14 +133,15 @@ def check_cancel(cancel: Cancel) -> None:
 
 
 # -- features -------------------------------------------------------------------------------
-class Features:
+class Features(ABC):
     """n feature vectors, produced on demand by row index or in chunks."""
 
     n: int
     dim: int
 
-    def rows(self, index: np.ndarray) -> np.ndarray:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """The feature vectors of the given points, (len(index), dim) float64."""
 
     def chunk(self, lo: int, hi: int) -> np.ndarray:
         return self.rows(np.arange(lo, hi))
@@ -562,7 +564,7 @@ def validate_landmark_options(o: dict[str, Any]) -> None:
         raise InvalidInputError(f"spatial_weight must be a number ≥ 0, got {sw!r}")
 
 
-class FeatureMethod:
+class FeatureMethod(ABC):
     """Construction shared by the methods that work on feature vectors (images or (n, f) data).
 
     ``from_image`` / ``from_data`` build the features and call ``cls(features, shape, **options)``.
@@ -608,9 +610,10 @@ class FeatureMethod:
         with threadpool_limits(limits=1, user_api="blas"):
             return self._update(scribbles, cancel=cancel, confidence=confidence)
 
+    @abstractmethod
     def _update(self, scribbles: np.ndarray, *, cancel: Cancel,
-                confidence: np.ndarray | None) -> Segmentation:  # pragma: no cover - interface
-        raise NotImplementedError
+                confidence: np.ndarray | None) -> Segmentation:
+        """The method's work for one edit (called on one BLAS thread)."""
 
     @classmethod
     def _check_names(cls, options: dict[str, Any]) -> None:
@@ -689,6 +692,7 @@ class LandmarkMethod(FeatureMethod):
                             vectors.reshape(*self.shape, -1), np.asarray(lam, float), timings,
                             diag, self.name)
 
+    @abstractmethod
     def _solve(self, strokes: StrokeSets, timings: dict[str, float],
                cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        raise NotImplementedError
+        """Labels (flat), embedding (n × m), eigenvalues and extra diagnostics for the strokes."""
