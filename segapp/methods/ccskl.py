@@ -97,9 +97,9 @@ from scipy.optimize import nnls
 from threadpoolctl import threadpool_limits
 
 from ..amg import DEFAULT_THETA, AMGPreconditioner
-from ..constraints import stroke_sets
 from ..errors import Cancelled, InvalidInputError, SolverError
 from ..graph import Graph
+from ..landmarks import read_strokes
 from ..lobpcg import SolverDiagnostics, lobpcg
 from ..partition import kmeans, match_labels
 from ..pencil import Pencil
@@ -249,20 +249,14 @@ class CCSKL(GraphMethod):
     def _update(self, scribbles: np.ndarray, cancel: Cancel,
                 confidence: np.ndarray | None) -> Segmentation:
         g, o = self.graph, self.options
-        label_ids, sets = stroke_sets(scribbles, g.n)
-        k = len(label_ids)
+        strokes = read_strokes(scribbles, g.n, confidence)   # validates; weights √q
+        label_ids, sets = strokes.label_ids, strokes.sets
+        k = strokes.k
         m = o["n_eigenvectors"]
         if k > m:
             raise InvalidInputError(f"{k} labels but n_eigenvectors={m}: need at least k "
                                     "eigenvectors")
-        weights = None
-        if confidence is not None:
-            q = np.asarray(confidence, dtype=np.float64).ravel()
-            if q.size != g.n:
-                raise InvalidInputError("confidence must have the image's shape")
-            if np.any(~np.isfinite(q)) or np.any(q < 0) or np.any(q > 1):
-                raise InvalidInputError("confidence values must lie in [0, 1]")
-            weights = [q[S] for S in sets]
+        weights = None if confidence is None else [u * u for u in strokes.weights]  # c_ij² = q_i q_j
         timings: dict[str, float] = {}
         if self.spectrum is None:
             t = time.perf_counter()
