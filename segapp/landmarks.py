@@ -599,6 +599,18 @@ class FeatureMethod(ABC):
         feats = ArrayFeatures(features)
         return cls(feats, (feats.n,), **options)
 
+    def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
+        self._check_names(options)
+        self.options = {**self.defaults, **options}
+        validate_landmark_options(self.options)
+        self._validate()
+        self.features = features
+        self.shape = tuple(shape)
+        self.timings: dict[str, float] = {}
+
+    def _validate(self) -> None:
+        """Method-specific option checks (override)."""
+
     def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
                confidence: np.ndarray | None = None) -> Segmentation:
         """Segment with the given strokes (subclasses implement ``_update``).
@@ -633,19 +645,10 @@ class LandmarkMethod(FeatureMethod):
     """
 
     def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
-        self._check_names(options)
-        self.options = {**self.defaults, **options}
-        validate_landmark_options(self.options)
-        self._validate()
-        self.features = features
-        self.shape = tuple(shape)
-        self.timings: dict[str, float] = {}
+        super().__init__(features, shape, **options)
         self.code: SparseCode | None = None
         self.basis: LandmarkBasis | None = None
         self._landmarks: np.ndarray | None = None
-
-    def _validate(self) -> None:
-        """Method-specific option checks (override)."""
 
     # -- set-up (once per data set) --------------------------------------------------------
     def prepare(self, cancel: Cancel = None, seed_offset: int = 0) -> dict[str, float]:

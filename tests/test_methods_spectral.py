@@ -223,7 +223,7 @@ def test_constrained_code_matches_a_dense_construction():
     strokes = lm.read_strokes(lab, len(X), None)
     points, comp = sc.choose_landmarks(strokes, 1000, rng)
     code = lm.sparse_code(feats, feats.rows(points), 4)
-    zc, propagated = sc.constrained_code(code, points, comp, strokes, 3)
+    zc, propagated = sc.constrained_code(code, comp, strokes, 3)
     Z = dense_reference_zhat(code, points, comp, strokes.sets, 3)
     dense = zc.apply(np.eye(code.p))
     np.testing.assert_allclose(dense, Z, rtol=1e-12, atol=1e-14)

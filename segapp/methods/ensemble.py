@@ -55,8 +55,7 @@ from scipy.cluster.vq import vq
 
 from ..errors import InvalidInputError
 from ..landmarks import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
-                         _positive_int, check_cancel, read_strokes,
-                         validate_landmark_options)
+                         _positive_int, check_cancel, read_strokes)
 from ..partition import match_labels
 from ..result import Segmentation
 from .landmark_fastge import DEFAULTS as LFG_DEFAULTS
@@ -130,10 +129,14 @@ class ClusterEnsemble(FeatureMethod):
     defaults = DEFAULTS
 
     def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
-        self._check_names(options)
-        self.options = {**DEFAULTS, **options}
+        super().__init__(features, shape, **options)
         o = self.options
-        validate_landmark_options(o)
+        base = {k: v for k, v in o.items() if k in LFG_DEFAULTS and k != "seed"}
+        self.bases = [LandmarkFastGE(features, shape, seed=self._base_seed(i), **base)
+                      for i in range(o["n_partitions"])]
+
+    def _validate(self) -> None:
+        o = self.options
         _positive_int("n_partitions", o["n_partitions"], 1)
         _positive_int("projection_nnz", o["projection_nnz"], 1)
         _positive_int("consensus_restarts", o["consensus_restarts"], 0)
@@ -141,12 +144,6 @@ class ClusterEnsemble(FeatureMethod):
             _positive_int("projection_dim", o["projection_dim"], 1)
             if o["projection_dim"] < o["projection_nnz"]:
                 raise InvalidInputError("projection_dim must be ≥ projection_nnz")
-        base = {k: v for k, v in o.items() if k in LFG_DEFAULTS and k != "seed"}
-        self.features = features
-        self.shape = tuple(shape)
-        self.bases = [LandmarkFastGE(features, shape, seed=self._base_seed(i), **base)
-                      for i in range(o["n_partitions"])]
-        self.timings: dict[str, float] = {}
 
     def _base_seed(self, i: int) -> int:
         return int(np.random.default_rng([self.options["seed"], 2, i]).integers(2 ** 31))

@@ -68,9 +68,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..landmarks import (CHUNK, LANDMARK_DEFAULTS, Cancel, FeatureMethod, Features, LandmarkDiagnostics,
+from ..landmarks import (CHUNK, LANDMARK_DEFAULTS, Cancel, FeatureMethod, LandmarkDiagnostics,
                          SparseCode, StrokeSets, check_cancel, partition, read_strokes,
-                         sparse_code, validate_landmark_options, _positive_int)
+                         sparse_code, _positive_int)
 from ..result import Segmentation
 
 DEFAULTS: dict[str, Any] = {
@@ -172,9 +172,9 @@ def landmark_neighbours(code: SparseCode, exclude: np.ndarray,
     return _top_per_landmark(*(np.concatenate(x) for x in zip(*parts)), p, l)
 
 
-def constrained_code(code: SparseCode, points: np.ndarray, comp: np.ndarray,
+def constrained_code(code: SparseCode, comp: np.ndarray,
                      strokes: StrokeSets, n_neighbours: int) -> tuple[ConstrainedCode, int]:
-    """Eqs. (3)–(6) on the code of the n points over the landmarks ``points`` (module notes).
+    """Eqs. (3)–(6) on the code of the n points over the landmarks (``comp``: their component).
 
     Returns the modified ``Ẑ`` and the number of propagated (non-stroke) points.
     """
@@ -228,14 +228,8 @@ class SCPC(FeatureMethod):
     constrained = True
     defaults = DEFAULTS
 
-    def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
-        self._check_names(options)
-        self.options = {**self.defaults, **options}
-        validate_landmark_options(self.options)
+    def _validate(self) -> None:
         _positive_int("n_neighbours", self.options["n_neighbours"], 1)
-        self.features = features
-        self.shape = tuple(shape)
-        self.timings: dict[str, float] = {}
 
     def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
                 confidence: np.ndarray | None = None) -> Segmentation:
@@ -257,7 +251,7 @@ class SCPC(FeatureMethod):
         timings["coding"] = time.perf_counter() - t
         check_cancel(cancel)
         t = time.perf_counter()
-        zhat, propagated = constrained_code(code, points, comp, strokes, o["n_neighbours"])
+        zhat, propagated = constrained_code(code, comp, strokes, o["n_neighbours"])
         timings["constraints"] = time.perf_counter() - t
         check_cancel(cancel)
         t = time.perf_counter()
