@@ -158,7 +158,7 @@ class SCACS(LandmarkMethod):
         t = time.perf_counter()
         rng = np.random.default_rng([o["seed"], 1])
         labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
-                              restarts=o["kmeans_restarts"], rng=rng, cancel=cancel)
+                              rng=rng, cancel=cancel)
         timings["partition"] = time.perf_counter() - t
         return labels, X, lam, {"beta": float(beta), "beta0": float(beta0),
                                 "gamma_k-1": float(g_k1)}
