@@ -516,7 +516,7 @@ def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: i
     offsets = np.cumsum([free.size] + [len(S) for S in picked])
     local = [np.arange(lo, hi) for lo, hi in zip(offsets[:-1], offsets[1:])]
     U = rownorm(code.apply(Y, rows=rows))
-    _, centres = anchored_kmeans(U, local, sample=U.shape[0], rng=rng, cancel=cancel)
+    _, centres, owner = anchored_kmeans(U, local, sample=U.shape[0], rng=rng, cancel=cancel)
     codes = np.empty(n, np.int64)
     X32 = np.empty((n, Y.shape[1]), np.float32)
     for lo in range(0, n, CHUNK):
@@ -524,7 +524,8 @@ def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: i
         hi = min(lo + CHUNK, n)
         X = code.apply(Y, lo, hi)
         X32[lo:hi] = X
-        codes[lo:hi], _ = vq(rownorm(X), centres, check_finite=False)
+        nearest, _ = vq(rownorm(X), centres, check_finite=False)
+        codes[lo:hi] = owner[nearest]
     return np.asarray(strokes.label_ids, np.int32)[codes], X32
 
 

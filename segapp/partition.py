@@ -108,7 +108,7 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
                     seeds: np.ndarray | None = None, iterations: int = 50,
                     sample: int = KMEANS_SAMPLE, rng: np.random.Generator | None = None,
                     cancel: Callable[[], bool] | None = None,
-                    max_prototypes: int = 4) -> tuple[np.ndarray, np.ndarray]:
+                    max_prototypes: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """k-means whose clusters belong to labels: stroke rows are fixed to their own label.
 
     Lloyd's iteration for ``min Σ_i w_i ‖U_i − c_{p(i)}‖²`` over prototypes ``c_p``, each
@@ -137,7 +137,9 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
         Label index (0..k−1) of every row's nearest prototype (stroke rows included: *not*
         clamped, so the caller can measure how many painted rows their own label claims).
     centres : ndarray (p, m)
-        The prototypes, label by label (the first ``k`` are one per label).
+        The prototypes (the first ``k`` are one per label, in label order).
+    owner : ndarray (p,) int64
+        The label index of each prototype.
     """
     def check() -> None:
         if cancel is not None and cancel():
@@ -191,7 +193,7 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
             owner = np.append(owner, a)
     check()
     nearest, _ = vq(U, centres, check_finite=False)
-    return owner[nearest].astype(np.int64), centres
+    return owner[nearest].astype(np.int64), centres, owner
 
 
 def _lloyd_anchored(X: np.ndarray, w: np.ndarray, fixed_at: np.ndarray, centres: np.ndarray,

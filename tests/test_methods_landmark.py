@@ -217,7 +217,7 @@ def test_ensemble_consensus_pieces():
     np.testing.assert_allclose(np.abs(R[R != 0]), 1 / np.sqrt(3))
     # weighted k-means on duplicated points = k-means on the distinct points with counts
     Y = np.array([[0.0, 0], [0.1, 0], [5, 5], [5.2, 5]])
-    codes, centres = anchored_kmeans(Y, [np.array([0]), np.array([2])],
+    codes, centres, _ = anchored_kmeans(Y, [np.array([0]), np.array([2])],
                                      weights=np.array([1.0, 3, 1, 1]), rng=rng)
     assert codes.tolist() == [0, 0, 1, 1]
     np.testing.assert_allclose(centres, [[0.075, 0], [5.1, 5]])   # weighted means

@@ -273,7 +273,7 @@ class CCSKL(GraphMethod):
         keep = np.flatnonzero(beta > 0)
         E = F[:, keep] * np.sqrt(beta[keep])
         U = _normalise_rows(E) if o["row_normalise"] else E
-        codes, _ = anchored_kmeans(U, sets, rng=np.random.default_rng(o["seed"]), cancel=cancel)
+        codes, _, _ = anchored_kmeans(U, sets, rng=np.random.default_rng(o["seed"]), cancel=cancel)
         agreement = stroke_agreement(codes, sets)
         labels = clamp_strokes(np.asarray(label_ids, np.int32)[codes], sets, label_ids)
         timings["partition"] = time.perf_counter() - t

@@ -184,7 +184,7 @@ class ClusterEnsemble(FeatureMethod):
             raise InvalidInputError("the base partitions merge two labels' strokes everywhere: "
                                     "the ensemble cannot tell them apart (try n_partitions "
                                     "or method 'landmark')")
-        tcodes, _ = anchored_kmeans(Y, tuple_sets, weights=weights, rng=rng, cancel=cancel)
+        tcodes, _, _ = anchored_kmeans(Y, tuple_sets, weights=weights, rng=rng, cancel=cancel)
         tcodes = tcodes.astype(np.int64)
         _, dist = vq(Y, np.array([np.average(Y[tcodes == a], axis=0, weights=weights[tcodes == a])
                                   for a in range(k)]), check_finite=False)

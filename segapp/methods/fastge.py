@@ -270,6 +270,6 @@ def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition:
         if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:
             codes = None  # the best ratio cut does not separate the strokes: use k-means
     if codes is None:
-        codes, _ = anchored_kmeans(U, cons.sets, rng=np.random.default_rng(seed), cancel=cancel)
+        codes, _, _ = anchored_kmeans(U, cons.sets, rng=np.random.default_rng(seed), cancel=cancel)
     agreement = stroke_agreement(codes, cons.sets)
     return np.asarray(cons.label_ids, np.int32)[codes], V, agreement
