@@ -27,7 +27,14 @@ def working_shape(shape: tuple[int, int], max_pixels: int | None) -> tuple[int, 
     if max_pixels is None or H * W <= max_pixels:
         return H, W
     f = np.sqrt(max_pixels / (H * W))
-    return max(2, int(H * f)), max(2, int(W * f))
+    h, w = max(2, int(H * f)), max(2, int(W * f))
+    # a very elongated image: the short side stops at 2, the long one takes what is left
+    if h * w > max_pixels:
+        if h == 2:
+            w = max(2, max_pixels // 2)
+        else:
+            h = max(2, max_pixels // 2)
+    return min(h, H), min(w, W)
 
 
 def reduce_image(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
