@@ -14,7 +14,7 @@ import os
 import secrets
 import warnings
 from pathlib import Path
-from typing import Union
+from typing import BinaryIO, Callable, Union
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -27,6 +27,7 @@ __all__ = [
     "read_image",
     "read_scribbles",
     "write_png_atomic",
+    "write_bytes_atomic",
     "save_labels",
 ]
 
@@ -410,8 +411,22 @@ def write_png_atomic(path: PathLike, array: np.ndarray, overwrite: bool = True) 
         The destination cannot be written (missing directory, not writable, exists with
         ``overwrite=False``, disk full); the message is one line naming ``path``.
     """
-    p = Path(path)
     img = _to_pil(array)  # validate before touching the disk
+    return _write_atomic(path, lambda fh: img.save(fh, format="PNG"), overwrite)
+
+
+def write_bytes_atomic(path: PathLike, data: bytes, overwrite: bool = True) -> Path:
+    """Write ``data`` so that ``path`` is either the old file or the complete new one.
+
+    Same guarantees and errors as :func:`write_png_atomic` (sessions use it for their JSON).
+    """
+    return _write_atomic(path, lambda fh: fh.write(data), overwrite)
+
+
+def _write_atomic(path: PathLike, write: Callable[[BinaryIO], object],
+                  overwrite: bool) -> Path:
+    """Temporary file in the same folder, ``write(fh)``, fsync, rename over ``path``."""
+    p = Path(path)
     directory = p.parent
     if not directory.is_dir():
         raise FileNotFoundError(f"cannot write {p}: directory {directory} does not exist")
@@ -423,7 +438,7 @@ def write_png_atomic(path: PathLike, array: np.ndarray, overwrite: bool = True) 
     try:
         fd, tmp = _create_temp(directory, p.name)
         with os.fdopen(fd, "wb") as fh:
-            img.save(fh, format="PNG")
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         _publish(tmp, p, overwrite)

@@ -20,7 +20,11 @@ __all__ = [
     "label_color",
     "to_rgb8",
     "overlay",
+    "label_layer",
+    "overlay_opacity",
+    "composite",
     "scribble_overlay",
+    "robust_vmax",
     "heatmap",
     "colorbar",
     "heatmap_with_colorbar",
@@ -180,6 +184,67 @@ def _check_label_map(labels: np.ndarray, shape: tuple[int, ...], what: str) -> n
 # --------------------------------------------------------------------------------------------
 # overlays
 # --------------------------------------------------------------------------------------------
+def overlay_opacity(alpha: float, boundaries: bool) -> float:
+    """Opacity with which :func:`label_layer` is laid over the image.
+
+    Filled regions use ``alpha``; boundaries are drawn opaque (thin lines at 50 % are hard to
+    see). The app's canvas and :func:`overlay` both take the opacity from here, so what is
+    shown and what is exported cannot differ.
+    """
+    a = float(alpha)
+    if not 0.0 <= a <= 1.0:
+        raise InvalidInputError(f"alpha must be in [0, 1], got {alpha}")
+    return 1.0 if boundaries else a
+
+
+def label_layer(labels: np.ndarray, colors: ColorSpec = None,
+                boundaries: bool = False) -> np.ndarray:
+    """The colour layer of a label map: RGBA, opaque where coloured, transparent elsewhere.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        ``(H, W)`` integer label map; 0 is left transparent.
+    colors : optional
+        Colour table, see :func:`label_color`; default :data:`PALETTE`.
+    boundaries : bool, optional
+        Colour only the region boundaries: ``find_boundaries(mode="inner")`` marks the pixels
+        of each region next to a different label, so a boundary between two regions shows
+        both colours and label 0 is never painted.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W, 4)`` uint8; :func:`composite` lays it over an image with
+        :func:`overlay_opacity` (the app's canvas does the same with Qt).
+    """
+    lab = _check_label_map(labels, np.shape(labels), "label map")
+    table = _color_table(colors, int(lab.max()) if lab.size else 0)
+    rgba = np.zeros((len(table), 4), dtype=np.uint8)
+    rgba[:, :3] = table
+    rgba[1:, 3] = 255
+    if boundaries:
+        from skimage.segmentation import find_boundaries
+
+        mask = find_boundaries(lab, mode="inner", background=0) & (lab > 0)
+        return np.where(mask[..., None], rgba[lab], np.uint8(0))
+    return rgba[lab]
+
+
+def composite(rgb: np.ndarray, layer: np.ndarray, opacity: float) -> np.ndarray:
+    """Source-over blend of an RGBA layer (straight alpha) at ``opacity`` over uint8 RGB.
+
+    ``out = (1 − a) · rgb + a · colour`` with ``a = opacity × layer alpha / 255``, rounded:
+    what a painter draws for an RGBA image at that opacity.
+    """
+    out = np.array(rgb, dtype=np.uint8, copy=True)
+    mask = layer[..., 3] > 0
+    a = (float(opacity) / 255.0) * layer[..., 3][mask].astype(np.float64)[:, None]
+    blended = (1.0 - a) * out[mask] + a * layer[..., :3][mask]
+    out[mask] = (blended + 0.5).astype(np.uint8)
+    return out
+
+
 def overlay(
     image: np.ndarray,
     labels: np.ndarray,
@@ -187,7 +252,8 @@ def overlay(
     colors: ColorSpec = None,
     boundaries: bool = False,
 ) -> np.ndarray:
-    """Colour a label map over an image.
+    """Colour a label map over an image: :func:`label_layer` composited at
+    :func:`overlay_opacity`.
 
     Parameters
     ----------
@@ -200,31 +266,18 @@ def overlay(
     colors : optional
         Colour table, see :func:`label_color`; default :data:`PALETTE`.
     boundaries : bool, optional
-        If True, only the region boundaries are drawn, opaque (thin lines at 50 % are hard to
-        see), each boundary pixel in the colour of the region it belongs to.
+        If True, only the region boundaries are drawn, opaque, each boundary pixel in the
+        colour of the region it belongs to.
 
     Returns
     -------
     numpy.ndarray
         ``(H, W, 3)`` uint8.
     """
-    if not 0.0 <= float(alpha) <= 1.0:
-        raise InvalidInputError(f"alpha must be in [0, 1], got {alpha}")
+    opacity = overlay_opacity(alpha, boundaries)
     rgb = to_rgb8(image)
-    lab = _check_label_map(labels, rgb.shape, "label map")
-    table = _color_table(colors, int(lab.max()) if lab.size else 0)
-    if boundaries:
-        from skimage.segmentation import find_boundaries
-
-        # 'inner' marks pixels of each region next to a different label, so a boundary between
-        # two regions shows both colours and label 0 is never painted.
-        mask = find_boundaries(lab, mode="inner", background=0) & (lab > 0)
-        rgb[mask] = table[lab[mask]]
-        return rgb
-    mask = lab > 0
-    blended = (1.0 - alpha) * rgb[mask] + alpha * table[lab[mask]].astype(np.float64)
-    rgb[mask] = (blended + 0.5).astype(np.uint8)
-    return rgb
+    _check_label_map(labels, rgb.shape, "label map")
+    return composite(rgb, label_layer(labels, colors, boundaries), opacity)
 
 
 def scribble_overlay(image: np.ndarray, scribbles: np.ndarray,
@@ -251,7 +304,10 @@ def scribble_overlay(image: np.ndarray, scribbles: np.ndarray,
 # --------------------------------------------------------------------------------------------
 # heat maps
 # --------------------------------------------------------------------------------------------
-def _robust_vmax(values: np.ndarray) -> float:
+def robust_vmax(values: np.ndarray) -> float:
+    """Symmetric colour range of a heat map: the 99th percentile of ``|v|`` over the finite
+    values (robust to a few spikes); the maximum if that is 0; 1 if there is nothing finite."""
+    values = np.asarray(values, dtype=np.float64)
     finite = np.abs(values[np.isfinite(values)])
     if finite.size == 0:
         return 1.0
@@ -300,7 +356,7 @@ def heatmap(vector2d: np.ndarray, vmax: float | None = None) -> np.ndarray:
     if np.iscomplexobj(v):
         raise InvalidInputError("heatmap needs real values, got a complex array")
     v = v.astype(np.float64)
-    vmax = _robust_vmax(v) if vmax is None else _check_vmax(vmax)
+    vmax = robust_vmax(v) if vmax is None else _check_vmax(vmax)
     finite = np.isfinite(v)
     out = _diverging(np.where(finite, v, 0.0) / vmax)
     out[~finite] = _NONFINITE_COLOR
@@ -363,7 +419,7 @@ def heatmap_with_colorbar(vector2d: np.ndarray, vmax: float | None = None,
     """
     v = np.asarray(vector2d)
     if vmax is None and v.ndim == 2 and np.issubdtype(v.dtype, np.number):
-        vmax = _robust_vmax(v.astype(np.float64))
+        vmax = robust_vmax(v.astype(np.float64))
     img = heatmap(v, vmax)
     h, w = img.shape[:2]
     out = np.full((h, w + gap + bar_width, 3), 255, dtype=np.uint8)

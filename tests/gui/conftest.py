@@ -61,10 +61,15 @@ def image_path(tmp_path):
 
 
 class Answers:
-    """Scripted replies to the window's yes/no questions (fails on an unexpected one)."""
+    """Scripted replies to the window's questions (fails on an unexpected one).
+
+    ``ask(title, text)`` pops a bool from ``replies``; ``choose(title, text, buttons)`` pops
+    the name of a button from ``choices``. ``asked`` lists the titles in order.
+    """
 
     def __init__(self) -> None:
         self.replies: list[bool] = []
+        self.choices: list[str] = []
         self.asked: list[str] = []
 
     def __call__(self, title: str, text: str) -> bool:
@@ -73,23 +78,39 @@ class Answers:
             raise AssertionError(f"unexpected question: {title}: {text}")
         return self.replies.pop(0)
 
+    def choose(self, title: str, text: str, buttons: tuple[str, ...]) -> str:
+        self.asked.append(title)
+        if not self.choices:
+            raise AssertionError(f"unexpected question: {title}: {text}")
+        answer = self.choices.pop(0)
+        assert answer in buttons, (answer, buttons)
+        return answer
+
 
 @pytest.fixture
 def make_window(qtbot, tmp_path):
     """Factory: a shown MainWindow with scripted dialogs, recovery files under tmp_path."""
     from segapp.gui.main_window import MainWindow
 
+    made = []
+
     def make(path=None, recovery_dir=None):
         win = MainWindow(recovery_dir=recovery_dir or (tmp_path / "recovery"), debounce_ms=10)
         win.ask = Answers()
-        qtbot.addWidget(win)
+        win.choose = win.ask.choose
+        made.append(win)  # closed below, not by qtbot: its close comes before our teardown
         win.show()
         qtbot.waitExposed(win)
         if path is not None:
             assert win.open_path(path), win.message_bar.text()
         return win
 
-    return make
+    yield make
+    for win in made:  # closing at teardown discards whatever a test left unsaved
+        win.choose = lambda *a: "Discard"
+        win.ask = lambda *a: True
+        win.close()
+        win.deleteLater()
 
 
 @pytest.fixture
