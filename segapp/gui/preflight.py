@@ -31,7 +31,6 @@ LIB_PACKAGES: dict[str, str] = {
     "libEGL.so.1": "libegl1",
     "libGL.so.1": "libgl1",
     "libGLX.so.0": "libgl1",
-    "libOpenGL.so.0": "libopengl0",
     "libX11-xcb.so.1": "libx11-xcb1",
     "libX11.so.6": "libx11-6",
     "libdbus-1.so.3": "libdbus-1-3",
