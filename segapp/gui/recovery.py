@@ -73,7 +73,10 @@ class Orphan:
     recovered: Recovered | None
 
     def release(self) -> None:
-        """Leave it for a later start (the user chose neither restore nor discard)."""
+        """Leave it for a later start (the user chose neither restore nor discard).
+
+        Unlocking deletes the lock file; the journal stays, which marks the folder as an
+        orphan for :func:`orphans`."""
         self.lock.unlock()
 
     def remove(self) -> None:
@@ -102,9 +105,10 @@ def orphans(root: str | os.PathLike) -> list[Orphan]:
     found = []
     for folder in sorted((p for p in root.iterdir() if p.is_dir()),
                          key=lambda p: p.stat().st_mtime):
-        if not (folder / LOCK_NAME).exists():
-            # Either an instance between its mkdir and its lock (microseconds), or debris
-            # from a failed start: only the latter is old.
+        if not (folder / LOCK_NAME).exists() and not (folder / JOURNAL_NAME).exists():
+            # An instance between its mkdir and its lock (it writes a journal only once
+            # locked), or debris of a failed start: only the latter is old. A journal without
+            # a lock is work released for later (Orphan.release): an orphan.
             if time.time() - folder.stat().st_mtime > DEBRIS_AGE:
                 shutil.rmtree(folder, ignore_errors=True)
             continue

@@ -139,3 +139,19 @@ def paint_two_labels(qtbot, win):
     drag(qtbot, win.canvas, [(50, 45), (60, 40), (70, 45)])
     qtbot.keyClick(win.canvas, Qt.Key.Key_2)
     drag(qtbot, win.canvas, [(5, 5), (60, 6), (115, 8), (112, 80)])
+
+
+def simulate_crash(win) -> None:
+    """Leave ``win``'s recovery folder as a killed process would: journal as written, lock file
+    naming a process that no longer runs (the window itself is then closed without asking)."""
+    import socket
+    import subprocess
+
+    inst = win.document.instance
+    inst.journal.close()
+    inst._lock.unlock()  # removes the lock file; write one of a dead process instead
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (inst.folder / "lock").write_text(f"{dead.pid}\nsegapp\n{socket.gethostname()}\n")
+    win.document.instance = None
+    win.document._mark_saved()
