@@ -400,7 +400,8 @@ class Document(QObject):
                 label_table={i: Label(lab.id, lab.name, tuple(lab.color))
                              for i, lab in self.state.strokes.labels.items()},
                 eigenvectors=shown.segmentation.eigenvectors, vmax=shown.result.vmax,
-                alpha=self.state.opacity, boundaries=self.state.boundaries)
+                alpha=self.state.opacity, boundaries=self.state.boundaries,
+                label_ids=shown.segmentation.label_ids)
         except SegappError as exc:
             self.window.show_error(f"Export failed: {exc}")
             return False

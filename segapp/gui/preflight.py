@@ -147,9 +147,12 @@ def problem() -> str | None:
         sudo apt-get install libxcb-cursor0"``.
     """
     try:
-        import PySide6.QtCore  # noqa: F401  (QtCore needs no display library)
+        import PySide6
+        from . import qtcompat  # imports QtCore only, which needs no display library
     except ImportError as exc:
         return f"PySide6 cannot be imported ({exc}); install segapp with: pip install -e ."
+    if qtcompat.VOID_DROPS_NONE:
+        return qtcompat.BROKEN_BINDING.format(version=PySide6.__version__)
     platform = platform_name()
     if platform in HEADLESS_PLATFORMS:
         return None

@@ -14,6 +14,22 @@ from PIL import Image  # noqa: E402
 
 pytest.importorskip("pytestqt")
 
+from segapp.gui import qtcompat  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """With a binding that drops references to None every widget test would end in "Fatal
+    Python error: none_dealloc" (and take the whole run with it): skip them, saying why."""
+    if not qtcompat.VOID_DROPS_NONE:
+        return
+    import PySide6
+
+    skip = pytest.mark.skip(reason=qtcompat.BROKEN_BINDING.format(version=PySide6.__version__))
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.fspath).startswith(here) and "preflight" not in str(item.fspath):
+            item.add_marker(skip)
+
 from PySide6.QtCore import QCoreApplication, QPoint, QSettings, Qt  # noqa: E402
 
 H, W = 90, 120
