@@ -78,7 +78,7 @@ def test_export_all_of_a_12_megapixel_image_never_blocks_the_event_loop(
           f"idle max {idle.max() * 1000:.0f} ms, export max {gaps.max() * 1000:.0f} ms, "
           f"p99 {np.percentile(gaps, 99) * 1000:.0f} ms, {len(gaps)} ticks")
     assert not report.missing and len(report.written) == 3 + 1 + 1 + 2
-    assert pressed < 0.1
+    assert pressed < 0.1 + idle.max()
     assert gaps.max() < 0.1 + idle.max(), f"{gaps.max() * 1000:.0f} ms without an event"
     assert np.percentile(gaps, 99) < 0.1
     assert elapsed > 0.5  # the work was real (it takes seconds), not skipped
