@@ -440,13 +440,9 @@ class Document(QObject):
         if self.root is None:
             return False
         restored = False
+        missing: list[str] = []
         for orphan in reversed(orphans(self.root)):  # newest first
-            missing = orphan.clean_exports()
-            if missing:
-                self.window.show_error(
-                    "An export was interrupted when segapp stopped; not written: "
-                    + ", ".join(Path(m).name for m in missing[:8])
-                    + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
+            missing += orphan.clean_exports()
             rec = orphan.recovered
             if rec is None or not rec.has_work():
                 orphan.remove()
@@ -455,6 +451,11 @@ class Document(QObject):
                 orphan.release()  # one at a time: offered again at the next start
                 continue
             restored = self._offer(orphan, rec)
+        if missing:  # after a restore, which clears the message bar
+            self.window.show_error(
+                "An export was interrupted when segapp stopped; not written: "
+                + ", ".join(Path(m).name for m in missing[:8])
+                + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
         return restored
 
     def _offer(self, orphan: Orphan, rec: Recovered) -> bool:
