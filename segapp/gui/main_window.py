@@ -21,8 +21,6 @@ from typing import Any, Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractSpinBox,
-    QComboBox,
     QDialog,
     QDialogButtonBox,
     QDockWidget,
@@ -142,7 +140,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self.label_panel = LabelPanel(state, self)
-        self.settings_panel = SettingsPanel(self)
+        self.settings_panel = SettingsPanel(state, self, report=self.show_error)
         self.heatmap_panel = HeatmapPanel(state, self)
         self._dock("Labels", self.label_panel, Qt.DockWidgetArea.LeftDockWidgetArea)
         self._dock("Settings", self.settings_panel, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -315,18 +313,16 @@ class MainWindow(QMainWindow):
         self._brush_tip(s.brush_screen)
         # Typing in a box must not keep the keyboard: label keys 1-9 belong to the canvas.
         self.opacity_slider.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        for w in (self.brush_spin, *self.settings_panel.findChildren(QAbstractSpinBox)):
-            w.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-            w.setKeyboardTracking(False)
-            w.editingFinished.connect(self.canvas.setFocus)
-        for w in self.settings_panel.findChildren(QComboBox):
-            w.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-            w.activated.connect(lambda _i: self.canvas.setFocus())
+        self.brush_spin.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.brush_spin.setKeyboardTracking(False)
+        self.brush_spin.editingFinished.connect(self.canvas.setFocus)
+        self.settings_panel.done_editing.connect(self.canvas.setFocus)
         self.canvas.setFocus()
 
         self.label_panel.clearLabelRequested.connect(self.document.clear_label)
-        self.settings_panel.settingsChanged.connect(self._on_settings_changed)
-        self._on_settings_changed()
+        s.events.method.connect(lambda _m: self.document.settings_changed())
+        s.events.options.connect(lambda _o: self.document.settings_changed())
+        self.settings_panel.load_method()
         self.canvas.zoomChanged.connect(lambda z: self.zoom_label.setText(f"{z:.0%}"))
         s.events.image_changed.connect(self._on_image)
         s.events.image_path.connect(lambda _p: self._update_title())
@@ -363,17 +359,9 @@ class MainWindow(QMainWindow):
         name = Path(path).name if path else "no image"
         self.setWindowTitle(f"{name}{' *' if self.document.dirty else ''} — segapp")
 
-    # ==========================================================================================
-    # settings (the method's options)
-    # ==========================================================================================
-    def _on_settings_changed(self) -> None:
-        self.state.method = self.settings_panel.method_name()
-        self.state.options = tuple(sorted(self.settings_panel.options().items()))
-        self.document.settings_changed()
-
     def apply_settings(self, settings: dict[str, Any]) -> None:
         """Settings from a session or a recovered journal."""
-        self.settings_panel.set_values(settings)
+        self.settings_panel.apply(settings)
 
     # ==========================================================================================
     # dialogs (overridable in tests)

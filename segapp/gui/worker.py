@@ -45,11 +45,9 @@ CACHE_BYTES = 768 * 2**20
 
 def split_options(method: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(setup, solve)`` options of ``method`` by their declared stage (:mod:`segapp.options`)."""
-    from .. import methods
+    from ..methods import options_of
 
-    options_of = getattr(methods, "options_of", None)  # TEMP until segapp.options lands
-    solve = set() if options_of is None else {o.name for o in options_of(method)
-                                                if o.stage == "solve"}
+    solve = {o.name for o in options_of(method) if o.stage == "solve"}
     return ({k: v for k, v in options.items() if k not in solve},
             {k: v for k, v in options.items() if k in solve})
 
