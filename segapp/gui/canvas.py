@@ -116,12 +116,8 @@ class Canvas(QGraphicsView):
 
         ev = state.events
         ev.image_changed.connect(self._on_image)
-        ev.label.connect(lambda _v: self._update_cursor())
-        ev.tool.connect(lambda _v: self._update_cursor())
-        ev.brush_size.connect(lambda _v: self._update_cursor())
-        ev.brush_screen.connect(lambda _v: self._update_cursor())
-        ev.opacity.connect(lambda _v: self._apply_opacity())
-        ev.boundaries.connect(lambda _v: self._apply_opacity())
+        state.watch(self._update_cursor, "label", "tool", "brush_size", "brush_screen")
+        state.watch(self._apply_opacity, "opacity", "boundaries")
         ev.show_image.connect(self._image_item.setVisible)
         ev.show_overlay.connect(self._overlay_item.setVisible)
         ev.show_strokes.connect(lambda on: self._stroke_item and self._stroke_item.setVisible(on))

@@ -47,13 +47,10 @@ class Display(QObject):
         worker.resultReady.connect(self._on_result)
         worker.previewReady.connect(self._on_preview)
         worker.failed.connect(self._on_failed)
-        ev = state.events
-        ev.image_changed.connect(self._on_image)
-        ev.method.connect(lambda _v: self.request())
-        ev.options.connect(lambda _v: self.request())
-        ev.shown.connect(lambda _v: self.draw_overlay())
-        ev.boundaries.connect(lambda _v: self.draw_overlay())
-        ev.heatmap.connect(lambda _v: self.draw_heatmap())
+        state.events.image_changed.connect(self._on_image)
+        state.watch(self.request, "method", "options")
+        state.watch(self.draw_overlay, "shown", "boundaries")
+        state.watch(self.draw_heatmap, "heatmap")
         canvas.fillRequested.connect(self.fill)
         self._model: AnnotationModel | None = None
 

@@ -339,11 +339,21 @@ class MainWindow(QMainWindow):
 
     def _on_image(self, model: Any) -> None:
         model.stroke_finished.connect(self.document.edit)
+        model.labels_changed.connect(self._on_labels_changed)
+        self._on_labels_changed(0)
         self.state.history.changed.connect(self._update_undo)
         self._update_undo()
         self.message_bar.hide()
         self.time_label.setText("")
         self.canvas.setFocus()
+
+    def _on_labels_changed(self, label_id: int) -> None:
+        """Renamed labels everywhere: the Paint menu, and the status line if it is the current."""
+        labels = self.state.strokes.labels
+        for i, lab in labels.items():
+            self.actions_by_name[f"label{i}"].setText(f"{i}: {lab.name}")
+        if label_id == self.state.label:
+            self.show_info(f"Painting {labels[label_id].name}")
 
     def _update_undo(self) -> None:
         h = self.state.history

@@ -213,6 +213,11 @@ class AppState:
         self.strokes: AnnotationModel | None = None
         self.history: History | None = None
 
+    def watch(self, callback: Callable[[], Any], *fields: str) -> None:
+        """Call ``callback()`` (no argument) whenever one of ``fields`` changes."""
+        for name in fields:
+            getattr(self.events, name).connect(lambda _value: callback())
+
     # -- image and strokes -----------------------------------------------------------------
     def set_image(self, image: np.ndarray, path: Any, strokes: AnnotationModel) -> None:
         """Show ``image`` with ``strokes`` (a fresh history; nothing segmented yet)."""

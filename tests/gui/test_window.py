@@ -243,6 +243,11 @@ def test_recolour_updates_stroke_layer_and_rename_updates_panel(qtbot, window):
     assert tuple(win.canvas.stroke_layer()[20, 60]) == (10, 20, 30, 255)
     win.model.rename_label(1, "sky")
     assert win.label_panel.list.item(0).text() == "sky"
+    # renamed everywhere (issue 11: the status bar kept saying "Label 1")
+    assert "sky" in win.statusBar().currentMessage()
+    assert win.actions_by_name["label1"].text() == "1: sky"
+    qtbot.keyClick(win.canvas, Qt.Key.Key_1)
+    assert win.statusBar().currentMessage() == "Painting sky"
     item = win.label_panel.list.item(1)  # editing the name in the list renames the label
     item.setText("ground")
     assert win.model.labels[2].name == "ground"
