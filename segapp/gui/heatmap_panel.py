@@ -70,7 +70,8 @@ class HeatmapPanel(QWidget):
         eigenvectors = None if seg is None else np.asarray(seg.eigenvectors)
         self._vectors = None if seg is None else seg.eigenvectors
         if eigenvectors is None or eigenvectors.ndim != 3 or eigenvectors.shape[2] == 0:
-            self.info.setText("No segmentation yet.")
+            self.info.setText("Preview: the eigenvectors come with the full result."
+                              if getattr(result, "preview", False) else "No segmentation yet.")
             return
         lam = np.asarray(seg.eigenvalues, dtype=float)
         for j in range(eigenvectors.shape[2]):

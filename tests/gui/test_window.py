@@ -392,3 +392,25 @@ def test_boundaries_view_opacity_slider_and_about_text(qtbot, window):
     assert win.canvas._overlay_item.opacity() == pytest.approx(0.2)
     assert qimage_to_rgb(edges).shape == (90, 120, 3)
     assert "FAST-GE" in ABOUT_HTML and "Cucuringu" in ABOUT_HTML
+
+
+def test_a_large_image_shows_the_librarys_coarse_preview_before_the_full_result(
+        qtbot, make_window, tmp_path):
+    rng = np.random.default_rng(2)
+    yy, xx = np.mgrid[0:500, 0:600]
+    img = np.where((xx < 300)[..., None], [200, 80, 40], [40, 80, 200]) + rng.normal(0, 5,
+                                                                                 (500, 600, 3))
+    path = tmp_path / "large.png"
+    Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(path)
+    win = make_window(path)  # 300K px: the library previews above 120K
+    seen = []
+    win.worker.previewReady.connect(lambda tag, r: seen.append("preview"))
+    win.worker.resultReady.connect(lambda tag, r, cached: seen.append("full"))
+    shown = []
+    win.state.events.shown.connect(lambda s: shown.append(s and s.result.preview))
+    with qtbot.waitSignal(win.worker.resultReady, timeout=120_000):
+        win.document.edit(win.model.apply_stroke([(50, 250), (250, 250)], 1, 5))
+        win.document.edit(win.model.apply_stroke([(350, 250), (550, 250)], 2, 5))
+    assert seen == ["preview", "full"] and shown[-2:] == [True, False]
+    assert win.heatmap_panel.list.count() >= 1  # the full result brings the eigenvectors
+    assert (np.asarray(win.result.labels)[:, :280] == 1).mean() > 0.95
