@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 # Before anything imports Qt: no display is needed for the widget tests (the Xvfb test runs
 # its own subprocess with QT_QPA_PLATFORM=xcb).
@@ -32,6 +36,9 @@ def pytest_collection_modifyitems(config, items):
 
 from PySide6.QtCore import QCoreApplication, QPoint, QSettings, Qt  # noqa: E402
 
+from segapp.gui.files import EXPORT_KINDS  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 H, W = 90, 120
 # A bright disc (label 1) on a dark, slightly noisy background (label 2).
 DISC_CENTER, DISC_RADIUS = (60.0, 45.0), 25.0  # (x, y), pixels
@@ -171,3 +178,80 @@ def simulate_crash(win) -> None:
     (inst.folder / "lock").write_text(f"{dead.pid}\nsegapp\n{socket.gethostname()}\n")
     win.document.instance = None
     win.document._mark_saved()
+
+
+# -- helpers shared by the window tests ----------------------------------------------------
+SOLVE_TIMEOUT = 20_000  # ms; a 120×90 solve takes well under a second, CI machines are slow
+
+
+def wait_segmentation(qtbot, win):
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT) as blocker:
+        pass
+    return blocker.args[0]
+
+
+def segment(qtbot, win):
+    """Paint two labels and wait until their segmentation is displayed."""
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        paint_two_labels(qtbot, win)
+    return win.result
+
+
+def export(qtbot, win, base, kinds=None):
+    """Start an export and wait for its report (None if nothing was started)."""
+    with qtbot.waitSignal(win.document.exporter.finished, timeout=SOLVE_TIMEOUT,
+                          raising=False) as blocker:
+        started = win.document.export_to(base, kinds or EXPORT_KINDS)
+        if not started:
+            return None
+    return blocker.args[0]
+
+
+@pytest.fixture
+def xvfb_display():
+    """Start Xvfb on a free display; skip (with the reason) only if that is impossible."""
+    exe = shutil.which("Xvfb")
+    if exe is None:
+        pytest.skip("Xvfb is not installed (apt-get install $(cat .ci/apt-packages.txt))")
+    # -displayfd: Xvfb picks a free display number and writes it to the pipe when ready.
+    r, w = os.pipe()
+    proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "1280x1024x24",
+                             "-nolisten", "tcp"], pass_fds=(w,), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    os.close(w)
+    number = b""
+    try:
+        with os.fdopen(r, "rb") as fh:
+            number = fh.readline().strip()
+    except OSError:
+        pass
+    if not number:
+        err = proc.stderr.read().decode(errors="replace")[-500:] if proc.poll() is not None else ""
+        proc.kill()
+        proc.wait()
+        pytest.skip(f"Xvfb could not be started: {err or 'no display number reported'}")
+    display = f":{number.decode()}"
+    # Qt's own check on that display, in a child: a missing library is a skip with its reason
+    # (the one line segapp prints), never Qt's abort.
+    check = subprocess.run(
+        [sys.executable, "-c", "from segapp.gui.preflight import problem; print(problem() or '')"],
+        env={**os.environ, "QT_QPA_PLATFORM": "xcb", "DISPLAY": display,
+             "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+        capture_output=True, text=True, timeout=120)
+    why = check.stdout.strip() or (check.stderr.strip().splitlines() or [""])[-1]
+    if why:
+        proc.kill()
+        proc.wait()
+        pytest.skip(f"Qt cannot run on Xvfb here: {why}")
+    try:
+        yield display
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+

@@ -16,7 +16,8 @@ from segapp.gui.qimage import qimage_to_rgb
 from segapp.gui.state import Shown
 from segapp.gui.worker import make_result
 
-from .test_window import SOLVE_TIMEOUT, export, segment
+from .conftest import SOLVE_TIMEOUT, export, segment
+
 
 H12, W12 = 3000, 4000  # 12 MP
 
@@ -55,16 +56,23 @@ def test_export_all_of_a_12_megapixel_image_never_blocks_the_event_loop(
     """Issue 11: Export All on a 12 MP photo froze the window for ~24 s.
 
     A 10 ms QTimer must keep ticking while all files are written in the background. The
-    machine is shared, so the same timer is first measured idle for a baseline: the criterion is
-    that no gap during the export exceeds 100 ms beyond the worst idle gap (scheduler noise,
-    not our code), and that 99 % of the gaps stay under 100 ms.
+    machine is shared (load averages of 10+ on 2 cores while the suite runs), so gaps are also
+    caused by the scheduler, not by our code. The same timer is measured idle for 1.5 s right
+    before and right after the export; the worst idle gap is that noise. The criterion: no gap
+    during the export exceeds the noise by more than 100 ms, and 99 % of the gaps are under
+    100 ms. Exporting on the GUI thread (the defect) gives one gap of seconds; a numpy call
+    holding the GIL for long in the export thread gives many gaps of that length.
     """
     win = window
     seg = show_big_result(qtbot, win, tmp_path)
     out = tmp_path / "out"
     out.mkdir()
-    t_end = time.perf_counter() + 1.0
-    idle = tick_gaps(qtbot, lambda: time.perf_counter() > t_end)
+
+    def idle_gaps():
+        t_end = time.perf_counter() + 1.5
+        return tick_gaps(qtbot, lambda: time.perf_counter() > t_end)
+
+    before = idle_gaps()
     monkeypatch.setattr(win, "get_path", lambda *a, **k: str(out / "big.png"))
     reports = []
     win.document.exporter.finished.connect(reports.append)
@@ -73,13 +81,14 @@ def test_export_all_of_a_12_megapixel_image_never_blocks_the_event_loop(
     pressed = time.perf_counter() - t0
     gaps = tick_gaps(qtbot, lambda: bool(reports))
     elapsed = time.perf_counter() - t0
+    noise = max(before.max(), idle_gaps().max())
     report = reports[0]
     print(f"export {elapsed:.1f} s, key press returned after {pressed * 1000:.0f} ms; gaps: "
-          f"idle max {idle.max() * 1000:.0f} ms, export max {gaps.max() * 1000:.0f} ms, "
+          f"idle max {noise * 1000:.0f} ms, export max {gaps.max() * 1000:.0f} ms, "
           f"p99 {np.percentile(gaps, 99) * 1000:.0f} ms, {len(gaps)} ticks")
     assert not report.missing and len(report.written) == 3 + 1 + 1 + 2
-    assert pressed < 0.1 + idle.max()
-    assert gaps.max() < 0.1 + idle.max(), f"{gaps.max() * 1000:.0f} ms without an event"
+    assert pressed < 0.1 + noise
+    assert gaps.max() < 0.1 + noise, f"{gaps.max() * 1000:.0f} ms without an event"
     assert np.percentile(gaps, 99) < 0.1
     assert elapsed > 0.5  # the work was real (it takes seconds), not skipped
     labels = np.asarray(Image.open(out / "big_labels.png"))

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from .conftest import DISC_CENTER, disc_mask, drag, paint_two_labels
-from .test_window import SOLVE_TIMEOUT, segment
+from .conftest import DISC_CENTER, SOLVE_TIMEOUT, disc_mask, drag, segment
 
 
 def test_label_keys_reach_the_canvas_after_typing_a_brush_size(qtbot, window):

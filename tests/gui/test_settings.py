@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
 
 from segapp import methods
 
-from .test_window import SOLVE_TIMEOUT, segment
+from .conftest import SOLVE_TIMEOUT, segment
+
 
 
 @pytest.mark.parametrize("name", [n for n, _ in methods.available_methods()])

@@ -12,25 +12,7 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QTableWidget
 
-from segapp.gui import files
-
-from .conftest import disc_mask, drag, paint_two_labels
-
-SOLVE_TIMEOUT = 20_000  # ms; a 120×90 solve takes well under a second, CI machines are slow
-
-
-def wait_segmentation(qtbot, win):
-    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT) as blocker:
-        pass
-    return blocker.args[0]
-
-
-def segment(qtbot, win):
-    """Paint two labels and wait until their segmentation is displayed."""
-    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
-                          check_params_cb=lambda tag: tag == win.display.tag):
-        paint_two_labels(qtbot, win)
-    return win.result
+from .conftest import SOLVE_TIMEOUT, disc_mask, drag, export, paint_two_labels, segment
 
 
 def test_press_move_release_paints_a_stroke_into_the_model(qtbot, window):
@@ -97,16 +79,6 @@ def test_a_newer_edit_supersedes_the_running_solve(qtbot, window):
             drag(qtbot, win.canvas, [(10, y), (40, y)])
     assert shown[-1] == win.display.tag
     assert all(t == win.display.tag for t in shown)  # stale results were dropped
-
-
-def export(qtbot, win, base, kinds=files.EXPORT_KINDS):
-    """Start an export and wait for its report (None if nothing was started)."""
-    with qtbot.waitSignal(win.document.exporter.finished, timeout=SOLVE_TIMEOUT,
-                          raising=False) as blocker:
-        started = win.document.export_to(base, kinds)
-        if not started:
-            return None
-    return blocker.args[0]
 
 
 def test_export_writes_files_matching_the_model_and_asks_before_overwriting(

@@ -22,7 +22,6 @@ from PIL import Image
 
 from segapp import render
 
-from .test_xvfb_screenshot import xvfb_display  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 H, W = 200, 300
@@ -51,7 +50,7 @@ def find(shot: np.ndarray, color, tol=25) -> np.ndarray:
     return (np.abs(shot - np.array(color)).max(axis=2) <= tol)
 
 
-def test_segapp_under_xvfb_with_real_mouse_and_keys(xvfb_display, xdotool, tmp_path):  # noqa: F811
+def test_segapp_under_xvfb_with_real_mouse_and_keys(xvfb_display, xdotool, tmp_path):
     rng = np.random.default_rng(0)
     img = np.empty((H, W, 3), float)
     img[:, : W // 2] = LEFT
