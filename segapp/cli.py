@@ -1,5 +1,8 @@
 """Command line: ``segapp`` (desktop app), ``segapp segment ...``, ``segapp methods``.
 
+``segapp batch`` (a folder of images) lives in :mod:`segapp.batch`, with its own exit
+statuses (the number of images that failed).
+
 Every failure the user can cause (unreadable or mismatched files, too few labels, bad options,
 an output that cannot be written, a solver that does not converge) ends with a one-line
 ``segapp: error: ...`` message on stderr and a non-zero exit status, never a traceback:
@@ -68,6 +71,24 @@ def _option_pair(text: str) -> tuple[str, Any]:
     return key.strip().replace("-", "_"), _parse_value(value.strip())
 
 
+def add_method_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--method`` and the method options, shared by ``segment`` and ``batch``."""
+    parser.add_argument("--method", "-m", default="fastge",
+                        help="segmentation method (see 'segapp methods')")
+    opts = parser.add_argument_group("method options (FAST-GE; defaults are the method's)")
+    for flag, name, typ, text in _FLAGS:
+        opts.add_argument(flag, dest=name, type=typ, default=None, help=text)
+    opts.add_argument("--max-pixels", dest="max_pixels", type=int, default=None,
+                      help="segment larger images on a reduced copy of this many pixels and "
+                           "bring the result back to full resolution (default 500000; 0 = "
+                           "always full resolution)")
+    opts.add_argument("--grey", dest="color", action="store_false", default=None,
+                      help="build the graph on grey values (as the paper) instead of colour")
+    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
+                      default=[], metavar="KEY=VALUE",
+                      help="any other option of the chosen method (repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     parser = argparse.ArgumentParser(
@@ -93,30 +114,20 @@ def build_parser() -> argparse.ArgumentParser:
     seg.add_argument("--overlay", metavar="OVERLAY.png", help="also write a colour overlay")
     seg.add_argument("--heatmaps", metavar="DIR",
                      help="also write each eigenvector as a heat map PNG into DIR")
-    seg.add_argument("--method", "-m", default="fastge",
-                     help="segmentation method (see 'segapp methods')")
-    opts = seg.add_argument_group("method options (FAST-GE; defaults are the method's)")
-    for flag, name, typ, text in _FLAGS:
-        opts.add_argument(flag, dest=name, type=typ, default=None, help=text)
-    opts.add_argument("--max-pixels", dest="max_pixels", type=int, default=None,
-                      help="segment larger images on a reduced copy of this many pixels and "
-                           "bring the result back to full resolution (default 500000; 0 = "
-                           "always full resolution)")
-    opts.add_argument("--grey", dest="color", action="store_false", default=None,
-                      help="build the graph on grey values (as the paper) instead of colour")
-    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
-                      default=[], metavar="KEY=VALUE",
-                      help="any other option of the chosen method (repeatable)")
+    add_method_arguments(seg)
     seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
                      help="fail instead of replacing existing output files")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
 
     sub.add_parser("methods", help="list the available methods",
                    description="List the segmentation methods with a one-line description.")
+    from . import batch
+    batch.add_parser(sub)
     return parser
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def method_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The method options given on the command line (those left unset are omitted)."""
     out = {name: getattr(args, name) for _, name, _, _ in _FLAGS
            if getattr(args, name) is not None}
     if args.color is not None:
@@ -145,7 +156,7 @@ def _segment(args: argparse.Namespace) -> int:
         if hdir.exists() and not hdir.is_dir():
             raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
 
-    result = segment(image, scribbles, method=args.method, **_options(args))
+    result = segment(image, scribbles, method=args.method, **method_options(args))
 
     written = [io.save_labels(args.output, result.labels.astype(np.uint8), args.overwrite)]
     if args.overlay:
@@ -194,6 +205,9 @@ def _methods() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``segapp`` script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "batch":  # own exit statuses: the number of failed images
+        from . import batch
+        return batch.main(argv[1:])
     if not argv or (argv[0] not in ("segment", "methods") and not argv[0].startswith("-")):
         if len(argv) > 1:
             build_parser().error(f"unknown command {argv[0]!r} (use 'segment' or 'methods')")
