@@ -11,6 +11,7 @@ import csv
 import json
 import os
 import string
+import subprocess
 import sys
 from pathlib import Path
 
@@ -362,3 +363,13 @@ def test_default_command_uses_a_process_pool(pairs, tmp_path, capsys):
     for pair in find_pairs(pairs).pairs:
         assert np.array_equal(labels_of(tmp_path / "out" / f"{pair.stem}.png"),
                               reference(pair.image, pair.scribbles))
+
+
+def test_core_and_batch_import_no_napari_qt_dask_or_tqdm():
+    """The core stays napari/Qt-free and batch loads dask and tqdm only when it uses them."""
+    code = ("import sys, segapp, segapp.io, segapp.render, segapp.cli, segapp.batch, "
+            "segapp.napari; "
+            "bad = [m for m in ('napari', 'qtpy', 'PySide6', 'dask', 'distributed', 'tqdm') "
+            "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
