@@ -266,7 +266,10 @@ def test_output_folder_must_not_hold_the_inputs(pairs):
     (["--bogus"], "unrecognized arguments"),
     (["--workers", "many"], "invalid int value"),
     (["--method", "nope"], "unknown method"),
-    (["-O", "not_an_option=1"], "has no option not_an_option"),
+    (["-O", "not_an_option=1"], "unknown option 'not_an_option'"),
+    (["--maxiter", "0"], "maxiter"),
+    (["-O", "maxiter=0"], "maxiter"),
+    (["--method", "scpc", "--amg-theta", "0.1"], "not an option of method 'scpc'"),
     (["--pattern", "x.png"], "must contain {stem}"),
 ])
 def test_command_line_errors_exit_101_in_one_line(pairs, tmp_path, capsys, args, message):

@@ -61,7 +61,7 @@ def test_options_are_passed_to_the_method(scene, capsys):
     code = run("segment", scene["image"], "-s", scene["scribbles"], "-o", scene["out"],
                "--connectivity", 5)
     assert code == EXIT_INPUT
-    assert "connectivity must be 4 or 8" in capsys.readouterr().err
+    assert "connectivity must be one of 4, 8" in capsys.readouterr().err
 
 
 def _error(capsys) -> str:

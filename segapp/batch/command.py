@@ -45,8 +45,8 @@ Images without scribbles are listed in the report but not counted as failed.
 Install the optional extra for the progress bar and Dask: pip install 'segapp[batch]'."""
 
 
-def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the ``batch`` arguments (and the method options of ``segment``) to ``parser``."""
+def configure(parser: argparse.ArgumentParser, method: str) -> argparse.ArgumentParser:
+    """Add the ``batch`` arguments and, as for ``segment``, the flags of ``method``."""
     from ..cli import add_method_arguments
 
     parser.add_argument("images", metavar="IMAGES_DIR", help="folder of images")
@@ -70,7 +70,7 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              "pip install 'segapp[batch]'")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress bar and no summary")
-    add_method_arguments(parser)
+    add_method_arguments(parser, method)
     return parser
 
 
@@ -85,24 +85,33 @@ def _strict(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Any, method: str = "fastge") -> argparse.ArgumentParser:
     """Register ``batch`` under ``segapp``'s sub-commands (for ``segapp --help``)."""
     parser = subparsers.add_parser(
         "batch", help="segment a folder of images (process pool or Dask cluster)",
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    return _strict(configure(parser))
+    return _strict(configure(parser, method))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(method: str = "fastge") -> argparse.ArgumentParser:
+    """The parser of ``segapp batch`` with the flags of ``method`` (as ``segment``'s)."""
     return _strict(configure(argparse.ArgumentParser(
         prog="segapp batch", description=DESCRIPTION, epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter)))
+        formatter_class=argparse.RawDescriptionHelpFormatter), method))
 
 
 def main(argv: Sequence[str]) -> int:
     """``segapp batch ARGS``; returns the exit status (see the module docstring)."""
-    return run(build_parser().parse_args(list(argv)))
+    from .. import methods
+    from ..cli import _method_from_argv
+    argv = list(argv)
+    method = _method_from_argv(argv)
+    try:
+        methods.get(method)  # an unknown --method fails before its flags are needed
+    except SegappError as exc:
+        return _fail(str(exc))
+    return run(build_parser(method).parse_args(argv))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             what = (f"no image in {args.images} has a scribble file" if pairing.unpaired
                     else f"no image files in {args.images}")
             raise SegappError(f"{what} (patterns: {', '.join(args.pattern or DEFAULT_PATTERNS)})")
-        options = method_options(args)
+        options = method_options(args)   # another method's flag, bad -O: fails here
         _check_options(args.method, options)
         n = len(pairing.pairs)
         workers = args.workers if args.workers is not None else max(1, min(usable_cpus(), n))
@@ -148,14 +157,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_options(method: str, options: dict[str, Any]) -> None:
-    """Fail once, before any worker starts, on a method or option name every image would
-    reject (values are checked per image and reported there)."""
+    """Fail once, before any worker starts, on an option value every image would reject."""
     from .. import methods
-    known = methods.option_names(method) | {"max_pixels"}  # unknown method: raises here
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise SegappError(f"method {method!r} has no option {', '.join(unknown)}; it takes "
-                          f"{', '.join(sorted(known))}")
+    from ..options import split
+    split(methods.get(method).options, {k: v for k, v in options.items()
+                                        if k != "max_pixels"}, method)
+    mp = options.get("max_pixels")
+    if mp is not None and mp < 4:
+        raise SegappError(f"--max-pixels must be 0 (full resolution) or at least 4, got {mp}")
 
 
 def _print_summary(result: Any, out_dir: str) -> None:

@@ -55,20 +55,26 @@ from scipy.cluster.vq import vq
 
 from ..errors import InvalidInputError
 from ..landmarks import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
-                         _positive_int, check_cancel, read_strokes)
+                         check_cancel, read_strokes)
+from ..options import Option, override
 from ..partition import match_labels
 from ..result import Segmentation
-from .landmark_fastge import DEFAULTS as LFG_DEFAULTS
+from .landmark_fastge import OPTIONS as LFG_OPTIONS
 from .landmark_fastge import LandmarkFastGE
 
-DEFAULTS: dict[str, Any] = {
-    **LFG_DEFAULTS,
-    "landmark_selection": "random",
-    "n_partitions": 8,
-    "projection_dim": None,
-    "projection_nnz": 2,
-    "consensus_restarts": 10,
-}
+#: Landmark FAST-GE's options for the base partitions (random landmarks: the partitions must
+#: differ), then the ensemble's. Each base partition is one landmark FAST-GE (bounded count).
+OPTIONS: tuple[Option, ...] = override(LFG_OPTIONS, landmark_selection={"default": "random"}) + (
+    Option("n_partitions", int, 8, "base partitions (landmark FAST-GE runs)", "setup",
+           low=1, high=64),
+    Option("projection_dim", int, None, "rows of the sparse random projection", "solve",
+           low=1, high=1000, none_ok=True, none_means="min(k · n_partitions, 4k)"),
+    Option("projection_nnz", int, 2, "non-zeros per column of the projection", "solve",
+           low=1, high=100),
+    Option("consensus_restarts", int, 10, "restarts of the consensus weighted k-means", "solve",
+           low=0, high=100),
+)
+_BASE_NAMES = frozenset(o.name for o in LFG_OPTIONS)
 
 
 def sparse_projection(d: int, D: int, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -126,24 +132,19 @@ class ClusterEnsemble(FeatureMethod):
                    "partitions, consensus by weighted k-means on a sparse random projection")
     constrained = True
     full_resolution = False
-    defaults = DEFAULTS
+    options = OPTIONS
 
     def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
         super().__init__(features, shape, **options)
         o = self.options
-        base = {k: v for k, v in o.items() if k in LFG_DEFAULTS and k != "seed"}
+        base = {k: v for k, v in o.items() if k in _BASE_NAMES and k != "seed"}
         self.bases = [LandmarkFastGE(features, shape, seed=self._base_seed(i), **base)
                       for i in range(o["n_partitions"])]
 
     def _validate(self) -> None:
         o = self.options
-        _positive_int("n_partitions", o["n_partitions"], 1)
-        _positive_int("projection_nnz", o["projection_nnz"], 1)
-        _positive_int("consensus_restarts", o["consensus_restarts"], 0)
-        if o["projection_dim"] is not None:
-            _positive_int("projection_dim", o["projection_dim"], 1)
-            if o["projection_dim"] < o["projection_nnz"]:
-                raise InvalidInputError("projection_dim must be ≥ projection_nnz")
+        if o["projection_dim"] is not None and o["projection_dim"] < o["projection_nnz"]:
+            raise InvalidInputError("projection_dim must be ≥ projection_nnz")
 
     def _base_seed(self, i: int) -> int:
         return int(np.random.default_rng([self.options["seed"], 2, i]).integers(2 ** 31))
@@ -157,11 +158,14 @@ class ClusterEnsemble(FeatureMethod):
         t = time.perf_counter()
         ids = np.asarray(strokes.label_ids)
         lut = np.zeros(ids.max() + 1, np.uint8)
+        # this update's solve options reach every base partition
+        base_solve = {opt.name: o[opt.name] for opt in LandmarkFastGE.options
+                      if opt.stage == "solve"}
         lut[ids] = np.arange(k)
         codes = np.empty((n, len(self.bases)), np.uint8)
         for i, m in enumerate(self.bases):
             check_cancel(cancel)
-            res = m.update(scribbles, cancel=cancel, confidence=confidence)
+            res = m.update(scribbles, cancel=cancel, confidence=confidence, **base_solve)
             codes[:, i] = lut[res.labels.ravel()]
         timings["base_partitions"] = time.perf_counter() - t
 

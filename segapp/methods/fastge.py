@@ -36,30 +36,41 @@ from ..constraints import Constraints, build_constraints, sparsify
 from ..errors import Cancelled, InvalidInputError, SolverError
 from ..graph import Graph
 from ..lobpcg import SolverDiagnostics, lobpcg
+from ..options import KMEANS_RESTARTS, SEED, Option
 from ..partition import embed, kmeans, match_labels, sweep_cut
 from ..pencil import Pencil
 from ..result import Segmentation
-from .graph_method import GRAPH_OPTIONS, GraphMethod, check_choice  # noqa: F401 (re-export)
+from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Relative diagonal shift of the matrix the AMG hierarchy is built on: small against the
 #: eigenvalues sought (so the preconditioner still inverts the smooth modes well) but enough
 #: to make the coarsest level non-singular.
 AMG_SHIFT = 1e-8
 
-DEFAULTS: dict[str, Any] = {
-    "constraint_weight": 1.0,
-    "n_vectors": None,
-    "kmeans_restarts": 10,
-    "k2_partition": "sweep",
-    "amg_theta": DEFAULT_THETA,
-    "maxiter": 300,
-    "eig_tol": 1e-3,
-    "res_tol": 1e-6,
-    "eigensolver": "segapp",
-    "on_nonconvergence": "raise",
-    "warm_start": True,
-    "seed": 0,
-}
+#: FAST-GE's options after the graph's. All are per-solve: the AMG hierarchy is rebuilt on
+#: every edit anyway (see _preconditioner). Bounds keep a solve bounded in time and memory.
+OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
+    Option("constraint_weight", float, 1.0, "multiplies the must-link / cannot-link weights "
+           "d_i d_j/(d_min d_max) of §4.7", "solve", low=1e-6, high=1e6),
+    Option("n_vectors", int, None, "eigenvectors used for k labels (k − 1 or k)", "solve",
+           low=1, high=100, none_ok=True, none_means="k − 1"),
+    KMEANS_RESTARTS,
+    Option("k2_partition", str, "sweep", "two labels: Cheeger sweep cut or k-means", "solve",
+           choices=("sweep", "kmeans")),
+    Option("amg_theta", float, DEFAULT_THETA, "strength threshold of the AMG aggregation",
+           "solve", low=0.0, high=1.0),
+    Option("maxiter", int, 300, "LOBPCG iteration cap", "solve", low=1, high=1000),
+    Option("eig_tol", float, 1e-3, "stop when the Ritz values change by less than this "
+           "(relative), twice", "solve", low=1e-12, high=0.5),
+    Option("res_tol", float, 1e-6, "stop when every relative residual is below this", "solve",
+           low=0.0, high=1.0),
+    Option("eigensolver", str, "segapp", "LOBPCG implementation (scipy: for comparison)",
+           "solve", choices=("segapp", "scipy")),
+    Option("on_nonconvergence", str, "raise", "when LOBPCG reaches maxiter: fail, or warn and "
+           "use its vectors", "solve", choices=("raise", "warn")),
+    Option("warm_start", bool, True, "start from the previous edit's eigenvectors", "solve"),
+    SEED,
+)
 
 
 class FastGE(GraphMethod):
@@ -69,16 +80,10 @@ class FastGE(GraphMethod):
     description = ("FAST-GE (Cucuringu et al. 2016): generalized eigenproblem L_G x = λ L_H x, "
                    "AMG-preconditioned LOBPCG; the default")
     constrained = True
-    #: Option names with their defaults (graph options are listed separately).
-    defaults = DEFAULTS
-    graph_options = GRAPH_OPTIONS
+    options = OPTIONS
 
     def __init__(self, graph: Graph, **options: Any) -> None:
         super().__init__(graph, **options)
-        o = self.options
-        check_choice("k2_partition", o["k2_partition"], ("sweep", "kmeans"))
-        check_choice("eigensolver", o["eigensolver"], ("segapp", "scipy"))
-        check_choice("on_nonconvergence", o["on_nonconvergence"], ("raise", "warn"))
         self.amg: AMGPreconditioner | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
@@ -103,9 +108,10 @@ class FastGE(GraphMethod):
         m = self.options["n_vectors"]
         if m is None:
             return k - 1
-        if not (isinstance(m, (int, np.integer)) and 1 <= m <= k):
-            raise InvalidInputError(f"n_vectors must be an integer between 1 and k={k}, got {m!r}")
-        return int(m)
+        if not k - 1 <= m <= k:  # fewer than k − 1 vectors cannot separate k labels
+            raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
+                                    f"labels); got {m}")
+        return m
 
     def _initial_block(self, pencil: Pencil, cons: Constraints, m: int) -> tuple[np.ndarray, bool]:
         """Previous eigenvectors when available, completed by one preconditioned source per label.
@@ -161,8 +167,12 @@ class FastGE(GraphMethod):
 
     # -- one edit --------------------------------------------------------------------------
     def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
-        """Segment with the given strokes, warm-starting from the previous edit's vectors."""
+               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
+        """Segment with the given strokes, warm-starting from the previous edit's vectors.
+
+        ``solve_options`` (solve-stage options of :data:`OPTIONS`) apply to this solve only.
+        """
+        self._use_solve_options(solve_options)
         # One BLAS thread: the dense work here is tall-skinny (n × m with m ≤ 10), where a
         # second OpenBLAS thread only adds synchronisation; measured at 250K px on 2 cores,
         # 2.5 s with one thread vs 5.7 s with two while another process kept a core busy

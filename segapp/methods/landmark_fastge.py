@@ -76,14 +76,14 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
-                         _positive_float, partition)
+from ..landmarks import (LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
+                         partition)
+from ..options import Option, pick
+from .fastge import OPTIONS as FASTGE_OPTIONS
 
-DEFAULTS: dict[str, Any] = {
-    **LANDMARK_DEFAULTS,
-    "constraint_weight": 1.0,
-    "n_vectors": None,
-}
+#: The landmark graph's options and FAST-GE's constraint weight and eigenvector count.
+OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + pick(FASTGE_OPTIONS, "constraint_weight",
+                                                      "n_vectors")
 
 #: Floor of B's eigenvalues relative to its largest (see "Solving").
 B_FLOOR = 1e-12
@@ -128,21 +128,15 @@ class LandmarkFastGE(LandmarkMethod):
     description = ("landmark FAST-GE (Liu et al. 2017 §3): FAST-GE's pencil on a sparse-coding "
                    "landmark graph, p×p eigenproblem, random-sampling k-means; for huge images")
     constrained = True
-    defaults = DEFAULTS
-
-    def _validate(self) -> None:
-        o = self.options
-        _positive_float("constraint_weight", o["constraint_weight"])
-        m = o["n_vectors"]
-        if m is not None and not (isinstance(m, (int, np.integer)) and m >= 1):
-            raise InvalidInputError(f"n_vectors must be a positive integer or None, got {m!r}")
+    options = OPTIONS
 
     def _n_vectors(self, k: int) -> int:
         m = self.options["n_vectors"]
         if m is None:
             m = k - 1
-        if m > k:
-            raise InvalidInputError(f"n_vectors must be between 1 and k={k}, got {m}")
+        if not k - 1 <= m <= k:  # fewer than k − 1 vectors cannot separate k labels
+            raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
+                                    f"labels); got {m}")
         if m > self.basis.size - 1:
             raise InvalidInputError(
                 f"{m} eigenvectors asked but the landmark basis has only {self.basis.size - 1} "

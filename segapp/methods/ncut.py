@@ -18,10 +18,20 @@ import scipy.sparse as sp
 
 from ..constraints import stroke_sets
 from ..lobpcg import lobpcg
+from ..options import Option, override, pick
 from ..partition import embed, kmeans, match_labels
 from ..pencil import Pencil
 from ..result import Segmentation
+from .fastge import OPTIONS as FASTGE_OPTIONS
 from .fastge import FastGE
+from .graph_method import GRAPH_OPTIONS
+
+#: Only what the baseline uses (no constraint or warm-start options). Its multigrid hierarchy
+#: is built once per graph (no strokes in it), so the AMG threshold is a set-up option here.
+OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + override(
+    pick(FASTGE_OPTIONS, "n_vectors", "kmeans_restarts", "amg_theta", "maxiter", "eig_tol",
+         "res_tol", "seed"),
+    amg_theta={"stage": "setup"})
 
 
 class NCut(FastGE):
@@ -31,6 +41,7 @@ class NCut(FastGE):
     description = ("unconstrained normalized-cut spectral clustering (Shi & Malik 2000); "
                    "strokes only name the clusters — the papers' baseline")
     constrained = False
+    options = OPTIONS
 
     def _update(self, scribbles: np.ndarray, cancel: Callable[[], bool] | None,
                 confidence: np.ndarray | None) -> Segmentation:

@@ -79,13 +79,13 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
-                         _positive_float, partition)
+from ..landmarks import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel, partition
+from ..options import Option
 
-DEFAULTS: dict[str, Any] = {
-    **LANDMARK_DEFAULTS,
-    "beta0": 0.1,
-}
+OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + (
+    Option("beta0", float, 0.1, "constraint strength β = β₀ γ_{k−1} (§5.3's constant)", "solve",
+           low=1e-3, high=0.999, none_ok=True, none_means="§5.2's rule 0.5 + 0.4 t/n"),
+)
 
 #: Regularisation of A = Ŝ − Ŝ² (its eigenvalues lie in [0, 1]).
 A_EPS = 1e-10
@@ -98,14 +98,7 @@ class SCACS(LandmarkMethod):
     description = ("SCACS (Li et al. 2015): constrained normalized cuts on a sparse-coding "
                    "landmark graph, p×p generalized eigenproblem, β = β₀ γ_{k−1}")
     constrained = True
-    defaults = DEFAULTS
-
-    def _validate(self) -> None:
-        b = self.options["beta0"]
-        if b is None:
-            return
-        if not _positive_float("beta0", b) < 1:
-            raise InvalidInputError(f"beta0 must lie in (0, 1) or be None, got {b!r}")
+    options = OPTIONS
 
     def _solve(self, strokes: StrokeSets, timings: dict[str, float],
                cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
