@@ -135,7 +135,6 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     "not an option of this method" rather than as an unknown argument.
     """
     from . import __version__
-    from .methods import REGISTRY, options_of
     parser = _Parser(
         prog="segapp",
         description="Interactive image segmentation by constrained spectral clustering "

@@ -119,7 +119,8 @@ _names = st.text(alphabet=string.ascii_lowercase[:3] + "_", min_size=1, max_size
 _suffix = st.sampled_from([".jpg", ".png", ".tif", ".txt"])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=st.sets(st.tuples(_names, _suffix).map("".join), max_size=12))
 def test_pairing_invariants(tmp_path_factory, files):
     """Every image lands in exactly one list; no file is both image and scribbles; scribbles
@@ -376,3 +377,28 @@ def test_core_and_batch_import_no_napari_qt_dask_or_tqdm():
             "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+_FAULTS = """
+import contextlib, resource, sys, segapp
+from segapp import io, samples
+from segapp.batch.task import _malloc_for_large_arrays
+im = io.read_image(samples.sample_path("chelsea"))
+s = io.read_scribbles(samples.sample_scribbles_path("chelsea"), im.shape)
+segapp.segment(im[::4, ::4], s[::4, ::4])     # imports and caches first
+with _malloc_for_large_arrays() if sys.argv[1] == "fix" else contextlib.nullcontext():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    segapp.segment(im, s)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc parameters")
+def test_tasks_undo_dasks_malloc_trimming():
+    """Dask workers run with MALLOC_TRIM_THRESHOLD_ set, which makes glibc mmap (and fault
+    in) every large array afresh; inside a task that is undone (page faults, not time)."""
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}
+    faults = {mode: int(subprocess.run([sys.executable, "-c", _FAULTS, mode], env=env,
+                                       capture_output=True, text=True, check=True).stdout)
+              for mode in ("plain", "fix")}
+    assert faults["fix"] * 4 < faults["plain"], faults

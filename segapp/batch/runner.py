@@ -109,7 +109,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         After writing the report of what finished.
     """
     t0 = time.perf_counter()
-    out = Path(out_dir)
+    # Tasks carry absolute paths: a cluster worker's working folder is not ours.
+    out = Path(out_dir).absolute()
     _prepare_out_dir(out, pairing)
     executor = executor or SerialExecutor()
     previous = read_previous(out)
@@ -117,21 +118,22 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     tasks: list[Task] = []
     for pair in pairing.pairs:
         labels_path, overlay_path = output_paths(out, pair.stem, overlay)
-        task = Task(image=str(pair.image), scribbles=str(pair.scribbles),
-                    output=str(labels_path), overlay=str(overlay_path) if overlay_path else None,
-                    method=method, options=dict(options or {}))
+        task = Task(image=str(pair.image.absolute()),
+                    scribbles=str(pair.scribbles.absolute()), output=str(labels_path),
+                    overlay=str(overlay_path) if overlay_path else None, method=method,
+                    options=dict(options or {}))
         if not overwrite and all(p.exists() for p in (labels_path, overlay_path) if p):
             result.rows.append(_skipped_row(task, previous.get(task.image)))
         else:
             tasks.append(task)
     for pair in pairing.clashes:
         labels_path, overlay_path = output_paths(out, pair.stem, overlay)
-        task = Task(str(pair.image), str(pair.scribbles), str(labels_path),
-                    str(overlay_path) if overlay_path else None, method)
+        task = Task(str(pair.image.absolute()), str(pair.scribbles.absolute()),
+                    str(labels_path), str(overlay_path) if overlay_path else None, method)
         result.rows.append(failed_row(task, f"another image has the stem {pair.stem!r} (same "
                                             f"output file): rename one of them"))
     for image in pairing.unpaired:
-        result.rows.append({"image": str(image), "status": "no_scribbles",
+        result.rows.append({"image": str(image.absolute()), "status": "no_scribbles",
                             "error": "no scribble file found"})
 
     bar = Progress(len(tasks), enabled=progress)
