@@ -100,8 +100,8 @@ from threadpoolctl import threadpool_limits
 
 from .constraints import stroke_sets
 from .errors import Cancelled, InvalidInputError
-from .options import KMEANS_RESTARTS, SEED, HasOptions, Option, resolve
-from .partition import kmeans, match_labels
+from .options import SEED, HasOptions, Option, resolve
+from .partition import anchored_kmeans, clamp_strokes
 from .result import Segmentation
 
 #: Rows processed at a time by every pass over the n points (features, coding, embedding).
@@ -132,7 +132,6 @@ LANDMARK_OPTIONS: tuple[Option, ...] = (
            "image's features", "setup", low=0.0, high=100.0),
     Option("kmeans_sample", int, 20_000, "rows k-means runs on (every other row goes to the "
            "nearest centre)", "solve", low=2, high=1_000_000),
-    KMEANS_RESTARTS,
     replace(SEED, stage="setup", help="random seed (landmarks, k-means starts)"),
 )
 
@@ -461,6 +460,15 @@ class StrokeSets:
     def count(self) -> int:
         return int(sum(S.size for S in self.sets))
 
+    def agreement(self, labels: np.ndarray) -> dict[int, float]:
+        """Per label id, the share of its stroke pixels that ``labels`` (flat) give that label."""
+        return {i: float(np.mean(labels[S] == i)) for i, S in zip(self.label_ids, self.sets)}
+
+    def kept(self, labels: np.ndarray) -> float:
+        """Share of all stroke pixels that ``labels`` (flat) give their painted label."""
+        return float(np.mean(np.concatenate(
+            [labels[S] == i for i, S in zip(self.label_ids, self.sets)])))
+
 
 def read_strokes(scribbles: np.ndarray, n: int, confidence: np.ndarray | None) -> StrokeSets:
     """Validate strokes (and optional per-pixel confidence in [0, 1]) as FAST-GE does."""
@@ -488,33 +496,37 @@ def _identity(X: np.ndarray) -> np.ndarray:
 
 
 def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: int,
-              restarts: int, rng: np.random.Generator, cancel: Cancel = None,
-              seeded: bool = True, normalise: bool = True) -> tuple[np.ndarray, np.ndarray]:
+              rng: np.random.Generator, cancel: Cancel = None,
+              normalise: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Labels (user ids, flat int32) and the embedding ``Ẑ Y`` (n × m float32); module notes.
 
-    k-means runs on ``sample`` random rows (plus a start from each label's stroke mean when
-    ``seeded``); every row then goes to its nearest centre. Rows are normalised first unless
-    ``normalise`` is False. ``code`` is anything with ``n`` and :meth:`SparseCode.apply`.
+    k-means with each cluster anchored to one label's strokes
+    (:func:`segapp.partition.anchored_kmeans`) runs on ``sample`` random rows plus the stroke
+    rows; every row then goes to its nearest centre. Rows are normalised first unless
+    ``normalise`` is False. The labels are not yet clamped to the strokes (the caller does it
+    after reading the agreement). ``code`` is anything with ``n`` and :meth:`SparseCode.apply`.
     """
     n, k = code.n, strokes.k
     rownorm = _normalise_rows if normalise else _identity
-    rows = np.sort(rng.choice(n, size=min(n, sample), replace=False))
+    free = np.sort(rng.choice(n, size=min(n, sample), replace=False))
+    cap = max(1, sample // (4 * k))
+    picked = [S if len(S) <= cap else np.sort(rng.choice(S, cap, replace=False))
+              for S in strokes.sets]
+    rows = np.concatenate([free] + picked)
+    offsets = np.cumsum([free.size] + [len(S) for S in picked])
+    local = [np.arange(lo, hi) for lo, hi in zip(offsets[:-1], offsets[1:])]
     U = rownorm(code.apply(Y, rows=rows))
-    seeds = None
-    if seeded:
-        seeds = np.array([rownorm(code.apply(Y, rows=S)).mean(axis=0) for S in strokes.sets])
-    codes = kmeans(U, k, seeds=seeds, restarts=restarts, rng=rng, cancel=cancel)
-    centres = np.array([U[codes == j].mean(axis=0) if np.any(codes == j)
-                        else np.full(U.shape[1], np.inf) for j in range(k)])
-    labels = np.empty(n, np.int32)
+    _, centres, owner = anchored_kmeans(U, local, sample=U.shape[0], rng=rng, cancel=cancel)
+    codes = np.empty(n, np.int64)
     X32 = np.empty((n, Y.shape[1]), np.float32)
     for lo in range(0, n, CHUNK):
         check_cancel(cancel)
         hi = min(lo + CHUNK, n)
         X = code.apply(Y, lo, hi)
         X32[lo:hi] = X
-        labels[lo:hi], _ = vq(rownorm(X), centres, check_finite=False)
-    return match_labels(labels, strokes.sets, strokes.label_ids, k), X32
+        nearest, _ = vq(rownorm(X), centres, check_finite=False)
+        codes[lo:hi] = owner[nearest]
+    return np.asarray(strokes.label_ids, np.int32)[codes], X32
 
 
 # -- the common method shell ----------------------------------------------------------------
@@ -650,12 +662,13 @@ class LandmarkMethod(FeatureMethod):
                 "number of landmarks (raise n_landmarks)")
         timings: dict[str, float] = dict(setup)
         labels, vectors, lam, extra = self._solve(strokes, timings, cancel)
-        kept = float(np.mean(np.concatenate(
-            [labels[S] == i for i, S in zip(strokes.label_ids, strokes.sets)])))
-        diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma, kept, extra)
+        agreement = strokes.agreement(labels)
+        diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma,
+                                   strokes.kept(labels), extra)
+        clamp_strokes(labels, strokes.sets, strokes.label_ids)
         return Segmentation(labels.reshape(self.shape), strokes.label_ids,
                             vectors.reshape(*self.shape, -1), np.asarray(lam, float), timings,
-                            diag, self.name)
+                            diag, self.name, stroke_agreement=agreement)
 
     @abstractmethod
     def _solve(self, strokes: StrokeSets, timings: dict[str, float],

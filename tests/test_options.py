@@ -193,10 +193,10 @@ def graph_builds(monkeypatch):
 
 
 @pytest.mark.parametrize("method, changes", [
-    ("fastge", [dict(constraint_weight=4.0), dict(kmeans_restarts=2, seed=5),
+    ("fastge", [dict(constraint_weight=4.0), dict(k2_partition="kmeans", seed=5),
                 dict(n_vectors=3, warm_start=False), dict(maxiter=50, eig_tol=1e-4)]),
     ("ncut", [dict(kmeans_restarts=2), dict(seed=3), dict(n_vectors=3)]),
-    ("ccskl", [dict(row_normalise=False), dict(kmeans_restarts=1)]),
+    ("ccskl", [dict(row_normalise=False)]),
 ])
 def test_solve_options_resolve_without_rebuilding_the_graph(graph_builds, method, changes):
     img, s = _two_regions()
@@ -225,9 +225,9 @@ def test_constraint_weight_per_update_scales_the_eigenvalues(graph_builds):
 
 def test_session_solve_defaults_and_setup_options_in_update():
     img, s = _two_regions()
-    sess = segapp.Session(img, "fastge", kmeans_restarts=3, connectivity=4)
+    sess = segapp.Session(img, "fastge", eig_tol=2e-3, connectivity=4)
     assert sess.setup_options["connectivity"] == 4
-    assert sess.solve_options["kmeans_restarts"] == 3
+    assert sess.solve_options["eig_tol"] == 2e-3
     with pytest.raises(InvalidInputError, match="connectivity: set-up option"):
         sess.update(s, connectivity=8)
     with pytest.raises(InvalidInputError, match="unknown option"):
@@ -250,7 +250,7 @@ def test_landmark_session_keeps_its_landmark_graph_across_solve_options(monkeypa
     img, s = _two_regions()
     sess = segapp.Session(img, "landmark", n_landmarks=60)
     sess.update(s)
-    sess.update(s, kmeans_restarts=2, constraint_weight=2.0)
+    sess.update(s, kmeans_sample=5000, constraint_weight=2.0)
     sess.update(s, n_vectors=3)
     assert len(calls) == 1
     with pytest.raises(InvalidInputError, match="n_landmarks: set-up option"):

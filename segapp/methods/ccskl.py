@@ -102,8 +102,8 @@ from ..errors import InvalidInputError, SolverError
 from ..graph import Graph
 from ..landmarks import Cancel, _normalise_rows, check_cancel, read_strokes
 from ..lobpcg import SolverDiagnostics, lobpcg
-from ..options import KMEANS_RESTARTS, SEED, Option, override, pick
-from ..partition import kmeans, match_labels
+from ..options import SEED, Option, override, pick
+from ..partition import anchored_kmeans, clamp_strokes, stroke_agreement
 from ..pencil import Pencil
 from ..result import Segmentation
 from .fastge import AMG_SHIFT
@@ -124,7 +124,6 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "is built on (the paper's 20; at least k)", "setup", low=1, high=50),
     Option("row_normalise", bool, True, "k-means on unit-length rows of FΛ^1/2 (false: the "
            "paper's literal step 5)", "solve"),
-    KMEANS_RESTARTS,
     *override(pick(FASTGE_OPTIONS, "amg_theta", "maxiter", "eig_tol", "res_tol"),
               amg_theta={"stage": "setup"}, maxiter={"stage": "setup"},
               eig_tol={"stage": "setup"}, res_tol={"stage": "setup"}),
@@ -274,16 +273,16 @@ class CCSKL(GraphMethod):
         keep = np.flatnonzero(beta > 0)
         E = F[:, keep] * np.sqrt(beta[keep])
         U = _normalise_rows(E) if o["row_normalise"] else E
-        seeds = np.array([U[S].mean(axis=0) for S in sets])
-        codes = kmeans(U, k, seeds=seeds, restarts=o["kmeans_restarts"],
-                       rng=np.random.default_rng(o["seed"]), cancel=cancel)
-        labels = match_labels(codes, sets, label_ids, k)
+        codes, _, _ = anchored_kmeans(U, sets, rng=np.random.default_rng(o["seed"]), cancel=cancel)
+        agreement = stroke_agreement(codes, sets)
+        labels = clamp_strokes(np.asarray(label_ids, np.int32)[codes], sets, label_ids)
         timings["partition"] = time.perf_counter() - t
         diag = CCSKLDiagnostics(self.spectrum.mu, beta, float(0.5 * beta @ A @ beta + b @ beta),
                                 self.spectrum.diagnostics)
         return Segmentation(labels.reshape(g.shape), label_ids,
                             E.reshape(*g.shape, -1).astype(np.float32), beta[keep], timings,
-                            diag, self.name)
+                            diag, self.name,
+                            stroke_agreement=dict(zip(label_ids, agreement.tolist())))
 
 
 @dataclass

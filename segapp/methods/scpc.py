@@ -71,6 +71,7 @@ from ..landmarks import (CHUNK, LANDMARK_OPTIONS, Cancel, FeatureMethod, Landmar
                          SparseCode, StrokeSets, check_cancel, partition, read_strokes,
                          sparse_code)
 from ..options import Option, override, without
+from ..partition import clamp_strokes
 from ..result import Segmentation
 
 #: Landmarks are the stroke pixels and the coding is redone for every edit, so only the image
@@ -271,11 +272,12 @@ class SCPC(FeatureMethod):
         check_cancel(cancel)
         t = time.perf_counter()
         labels, B = partition(zhat, Y, strokes, sample=o["kmeans_sample"],
-                              restarts=o["kmeans_restarts"], rng=rng, cancel=cancel)
+                              rng=rng, cancel=cancel)
         timings["partition"] = time.perf_counter() - t
-        kept = float(np.mean(np.concatenate(
-            [labels[S] == i for i, S in zip(strokes.label_ids, strokes.sets)])))
-        diag = LandmarkDiagnostics(code.p, k, code.sigma, kept,
+        agreement = strokes.agreement(labels)
+        diag = LandmarkDiagnostics(code.p, k, code.sigma, strokes.kept(labels),
                                    {"components": k, "propagated": propagated})
+        clamp_strokes(labels, strokes.sets, strokes.label_ids)
         return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            B.reshape(*self.shape, -1), sv, timings, diag, self.name)
+                            B.reshape(*self.shape, -1), sv, timings, diag, self.name,
+                            stroke_agreement=agreement)
