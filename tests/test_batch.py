@@ -271,6 +271,7 @@ def test_output_folder_must_not_hold_the_inputs(pairs):
     (["--maxiter", "0"], "maxiter"),
     (["-O", "maxiter=0"], "maxiter"),
     (["--method", "scpc", "--amg-theta", "0.1"], "not an option of method 'scpc'"),
+    (["--max-pixels", "3"], "--max-pixels must be 0"),
     (["--pattern", "x.png"], "must contain {stem}"),
 ])
 def test_command_line_errors_exit_101_in_one_line(pairs, tmp_path, capsys, args, message):

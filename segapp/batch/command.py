@@ -127,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
             what = (f"no image in {args.images} has a scribble file" if pairing.unpaired
                     else f"no image files in {args.images}")
             raise SegappError(f"{what} (patterns: {', '.join(args.pattern or DEFAULT_PATTERNS)})")
-        options = method_options(args)   # another method's flag, bad -O: fails here
-        _check_options(args.method, options)
+        options = method_options(args)   # bad values, another method's flag: fail here
+        _check_max_pixels(options)
         n = len(pairing.pairs)
         workers = args.workers if args.workers is not None else max(1, min(usable_cpus(), n))
         if args.scheduler is not None:
@@ -156,12 +156,9 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_status
 
 
-def _check_options(method: str, options: dict[str, Any]) -> None:
-    """Fail once, before any worker starts, on an option value every image would reject."""
-    from .. import methods
-    from ..options import split
-    split(methods.get(method).options, {k: v for k, v in options.items()
-                                        if k != "max_pixels"}, method)
+def _check_max_pixels(options: dict[str, Any]) -> None:
+    """Fail once, before any worker starts, on a working size every image would reject
+    (method option values are already checked by :func:`segapp.cli.method_options`)."""
     mp = options.get("max_pixels")
     if mp is not None and mp < 4:
         raise SegappError(f"--max-pixels must be 0 (full resolution) or at least 4, got {mp}")
