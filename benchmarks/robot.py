@@ -37,6 +37,20 @@ Determinism: the only randomness is the tie-break between equally deep centre po
 comes from ``numpy.random.default_rng(seed)``; the same seed, images and predictions give the
 same strokes.
 
+Clicks (the standard protocol of the interactive-segmentation literature)
+-----------------------------------------------------------------------
+For binary images, :func:`next_click` places one click at a time as in Xu et al. (CVPR 2016,
+"Deep Interactive Object Selection") and the papers that reuse their protocol: the error is
+split into false negatives (object pixels not labelled object: a *positive* click) and false
+positives (background labelled object: a *negative* click), the largest 4-connected error
+component by area is the target, and the click goes to its centre, the component pixel
+farthest from the component's boundary (maximum of the Euclidean distance transform, the
+image border counting as boundary; among equal maxima the first in raster order). A click is
+a disc of radius 5 px around that pixel, kept to the ground-truth side of the clicked label
+(and to scored pixels), so that a click next to a boundary never seeds the wrong label.
+Before the first click the prediction is "all background", so the first click is a positive
+one at the object's centre. Clicked pixels are not targeted again.
+
 Metrics
 -------
 * binary (GrabCut): IoU of the foreground (label id 2) over valid pixels;
@@ -270,6 +284,49 @@ def largest_error_component(gt: np.ndarray, pred: np.ndarray, scribbles: np.ndar
     if best is None:
         return None
     return best[1], best[2]
+
+
+#: Radius of a click disc in the standard protocol (pixels).
+CLICK_RADIUS = 5
+
+
+def next_click(gt: np.ndarray, pred: np.ndarray, clicked: np.ndarray | None = None,
+               valid: np.ndarray | None = None, radius: int = CLICK_RADIUS) -> Stroke | None:
+    """The next click of the standard protocol (module docstring); None when nothing is wrong.
+
+    Parameters
+    ----------
+    gt : ndarray of int, (H, W)
+        Binary ground truth: 0 background, 1 object.
+    pred : ndarray of int, (H, W)
+        Current prediction in label ids (1 background, 2 object).
+    clicked : ndarray, optional
+        Current seeds (non-zero pixels are not targeted again).
+    valid : ndarray of bool, optional
+        Scored pixels.
+    radius : int
+        Click disc radius.
+
+    Returns
+    -------
+    Stroke or None
+        ``kind`` is ``"positive"`` (label 2) or ``"negative"`` (label 1); ``path`` holds the
+        click's centre only.
+    """
+    comp = largest_error_component(gt, pred, clicked, valid)
+    if comp is None:
+        return None
+    region, mask = comp
+    dt = _depth(mask)
+    centre = np.unravel_index(int(np.argmax(dt)), dt.shape)  # first maximum in raster order
+    disc = np.zeros(gt.shape, bool)
+    disc[centre] = True
+    disc = ndi.binary_dilation(disc, structure=_disc(radius)) & (gt == region)
+    if valid is not None:
+        disc &= valid
+    kind = "positive" if region == 1 else "negative"
+    return Stroke(int(region) + 1, (int(centre[0]), int(centre[1])), np.array([centre]),
+                  int(radius), disc, kind)
 
 
 def paint(scribbles: np.ndarray, stroke: Stroke) -> np.ndarray:
