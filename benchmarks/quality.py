@@ -47,11 +47,13 @@ import json
 import math
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks` and `segapp` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -192,8 +194,9 @@ def run_interactive(sample: Sample, labeller: Callable[[np.ndarray], np.ndarray]
 
 def run_clicks(sample: Sample, labeller: Callable[[np.ndarray], np.ndarray],
                max_clicks: int = 20, radius: int = CLICK_RADIUS,
-               stop_at: float | None = max(THRESHOLDS)) -> list[dict]:
-    """The standard click protocol (:func:`benchmarks.robot.next_click`) on a binary sample.
+               stop_at: float | None = max(THRESHOLDS), rule: str = "area") -> list[dict]:
+    """The standard click protocol (:func:`benchmarks.robot.next_click`, ``rule``) on a binary
+    sample.
 
     Before the first click the prediction is all background. While the seeds hold one label
     only (after the first, positive click) the answer is that label everywhere, without
@@ -214,7 +217,7 @@ def run_clicks(sample: Sample, labeller: Callable[[np.ndarray], np.ndarray],
     pred = np.ones(sample.gt.shape, np.int32)  # all background before the first click
     records = []
     for n in range(1, max_clicks + 1):
-        click = next_click(sample.gt, pred, seeds, sample.valid, radius)
+        click = next_click(sample.gt, pred, seeds, sample.valid, radius, rule)
         if click is None:
             break
         seeds = paint(seeds, click)
@@ -373,6 +376,53 @@ def tune_rw_beta(samples: list[Sample], grid: tuple[float, ...] = RW_BETA_GRID,
     return best
 
 
+def _run_dataset(args: argparse.Namespace, ds: str, data: Path, out: Path, limit: int | None,
+                 max_side: int | None, clicks: bool, all_rows: list[dict],
+                 summaries: dict[str, dict], notes: dict[str, str]) -> None:
+    """Every requested method on one dataset; tables written, rows appended to ``all_rows``."""
+    if not (data / DATASETS[ds] / "index.json").is_file():
+        print(f"note: {ds} skipped: {data / DATASETS[ds]} has no index.json")
+        return
+    samples = list(load(data, ds, args.scale, max_side, limit, args.every))
+    print(f"\n== {ds}: {len(samples)} images, "
+          f"{samples[0].image.shape[1]}×{samples[0].image.shape[0]} (first) ==")
+    beta = args.rw_beta
+    if {"rw_tuned", "rw_tuned_tv"} & set(args.methods) and beta is None:
+        beta = tune_rw_beta(samples, RW_BETA_GRID[:2] if args.quick else RW_BETA_GRID)
+        notes[f"{ds}_rw_beta"] = f"{beta:g}"
+    methods = peers.registry(args.methods, rw_beta=beta, segapp_mode=args.segapp_mode)
+    rows: list[dict] = []
+    for name, method in methods.items():
+        if method.binary_only and not all(s.binary for s in samples):
+            print(f"note: {name} skipped on {ds} (binary only)")
+            continue
+        t0 = time.perf_counter()
+        for smp in samples:
+            if clicks:
+                recs = run_clicks(smp, method.start(smp.image),
+                                  3 if args.quick else args.max_strokes,
+                                  rule=args.click_rule)
+            else:
+                recs = run_interactive(smp, method.start(smp.image), args.max_strokes,
+                                       first_round_only=args.quick, seed=args.seed)
+            for r in recs:
+                rows.append(dict(dataset=ds, image=smp.id, method=name, **r))
+        print(f"  {name:12s} done in {time.perf_counter() - t0:7.1f} s", flush=True)
+    summaries[ds] = summarise(rows, args.max_strokes)
+    text = table(summaries[ds], args.max_strokes, args.protocol)
+    desc = "\n".join(f"- `{m.name}`: {m.description}" for m in methods.values())
+    stem = f"{'clicks' if clicks else 'quality'}_{ds}"
+    (out / f"{stem}.md").write_text(f"## {ds}\n\n{text}\n\n{desc}\n")
+    print(f"\n## {ds} ({args.protocol})\n\n{text}")
+    # Click runs stop at NoC@90, so their per-click curves would be carried-forward values.
+    if not clicks:
+        if plot_curves(rows, ds, args.max_strokes, out / f"curves_{ds}.png"):
+            print(f"curves: {out / f'curves_{ds}.png'}")
+        else:
+            print("note: matplotlib not importable, no curves (optional extra)")
+    all_rows += rows
+
+
 # -- command line ----------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -386,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--protocol", choices=("strokes", "clicks"), default="strokes",
                     help="the stroke robot (default) or the standard click protocol of the "
                          "literature (binary: GrabCut only; full resolution by default)")
+    ap.add_argument("--click-rule", choices=("area", "depth"), default="area",
+                    help="clicks: largest error component by area (Xu et al. 2016) or by "
+                         "inscribed disc (the f-BRS / RITM evaluation clicker)")
     ap.add_argument("--scale", type=float,
                     help="image resize factor (<= 1); default 0.5 for strokes, 1 for clicks")
     ap.add_argument("--limit", type=int, help="use the first N images of each dataset")
@@ -397,6 +450,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="one warm-started segapp Session per image (as in the app) or a "
                          "fresh segapp.segment per stroke")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="BLAS threads for every method (0 = the library default); on the "
+                         "shared 2-core machine random_walker ran 3-4x slower with OpenBLAS's "
+                         "default threads than with one")
     ap.add_argument("--quick", action="store_true",
                     help="2 small images per dataset, first round only (CI smoke test)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "out"))
@@ -429,47 +486,11 @@ def main(argv: list[str] | None = None) -> int:
     all_rows: list[dict] = []
     summaries: dict[str, dict] = {}
     notes: dict[str, str] = {}
-    for ds in datasets:
-        if not (data / DATASETS[ds] / "index.json").is_file():
-            print(f"note: {ds} skipped: {data / DATASETS[ds]} has no index.json")
-            continue
-        samples = list(load(data, ds, args.scale, max_side, limit, args.every))
-        print(f"\n== {ds}: {len(samples)} images, "
-              f"{samples[0].image.shape[1]}×{samples[0].image.shape[0]} (first) ==")
-        beta = args.rw_beta
-        if {"rw_tuned", "rw_tuned_tv"} & set(args.methods) and beta is None:
-            beta = tune_rw_beta(samples, RW_BETA_GRID[:2] if args.quick else RW_BETA_GRID)
-            notes[f"{ds}_rw_beta"] = f"{beta:g}"
-        methods = peers.registry(args.methods, rw_beta=beta, segapp_mode=args.segapp_mode)
-        rows: list[dict] = []
-        for name, method in methods.items():
-            if method.binary_only and not all(s.binary for s in samples):
-                print(f"note: {name} skipped on {ds} (binary only)")
-                continue
-            t0 = time.perf_counter()
-            for smp in samples:
-                if clicks:
-                    recs = run_clicks(smp, method.start(smp.image),
-                                      3 if args.quick else args.max_strokes)
-                else:
-                    recs = run_interactive(smp, method.start(smp.image), args.max_strokes,
-                                           first_round_only=args.quick, seed=args.seed)
-                for r in recs:
-                    rows.append(dict(dataset=ds, image=smp.id, method=name, **r))
-            print(f"  {name:12s} done in {time.perf_counter() - t0:7.1f} s", flush=True)
-        summaries[ds] = summarise(rows, args.max_strokes)
-        text = table(summaries[ds], args.max_strokes, args.protocol)
-        desc = "\n".join(f"- `{m.name}`: {m.description}" for m in methods.values())
-        stem = f"{'clicks' if clicks else 'quality'}_{ds}"
-        (out / f"{stem}.md").write_text(f"## {ds}\n\n{text}\n\n{desc}\n")
-        print(f"\n## {ds} ({args.protocol})\n\n{text}")
-        # Click runs stop at NoC@90, so their per-click curves would be carried-forward values.
-        if not clicks:
-            if plot_curves(rows, ds, args.max_strokes, out / f"curves_{ds}.png"):
-                print(f"curves: {out / f'curves_{ds}.png'}")
-            else:
-                print("note: matplotlib not importable, no curves (optional extra)")
-        all_rows += rows
+    with (threadpool_limits(limits=args.blas_threads, user_api="blas") if args.blas_threads > 0
+          else nullcontext()):
+        for ds in datasets:
+            _run_dataset(args, ds, data, out, limit, max_side, clicks, all_rows, summaries,
+                         notes)
 
     fields = ["dataset", "image", "method", "strokes", "kind", "iou", "time", "failed", "error"]
     csv_path = out / ("per_click.csv" if clicks else "per_stroke.csv")
@@ -481,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - t_all
     (out / ("summary_clicks.json" if clicks else "summary.json")).write_text(json.dumps(
         dict(summaries=summaries, notes=notes, seconds=total, scale=args.scale,
-             protocol=args.protocol,
+             protocol=args.protocol, click_rule=args.click_rule if clicks else None,
              max_strokes=args.max_strokes, quick=args.quick), indent=1))
     print(f"\nper-{args.protocol[:-1]} CSV: {csv_path}\ntotal time: {total:.1f} s"
           + (" (" + ", ".join(f"{k}={v}" for k, v in notes.items()) + ")" if notes else ""))

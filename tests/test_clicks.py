@@ -67,9 +67,40 @@ def brute_force_click(gt, pred, clicked, valid, radius):
     return region, centre, disc
 
 
+def distance_outside(mask):
+    """Per pixel of ``mask``: Euclidean distance to the nearest pixel outside it or off-image."""
+    h, w = mask.shape
+    out = np.array([(y, x) for y in range(-1, h + 1) for x in range(-1, w + 1)
+                    if not (0 <= y < h and 0 <= x < w and mask[y, x])], float)
+    d = np.zeros(mask.shape)
+    for y, x in zip(*np.nonzero(mask)):
+        d[y, x] = np.min(np.hypot(out[:, 0] - y, out[:, 1] - x))
+    return d
+
+
+def brute_force_depth_click(gt, pred, clicked, valid, radius):
+    """f-BRS / RITM rule: larger DT maximum of the FN vs FP masks, clicked pixels excluded."""
+    best = None
+    for region in (0, 1):
+        wrong = (pred != gt + 1) & (gt == region)
+        if valid is not None:
+            wrong &= valid
+        d = distance_outside(wrong) * (clicked == 0)
+        if d.max() > 0 and (best is None or d.max() > best[1].max()):
+            best = (region, d)
+    if best is None:
+        return None
+    region, d = best
+    centre = min(zip(*np.nonzero(d == d.max())))
+    yy, xx = np.mgrid[:gt.shape[0], :gt.shape[1]]
+    disc = ((yy - centre[0]) ** 2 + (xx - centre[1]) ** 2 <= radius ** 2) & (gt == region)
+    if valid is not None:
+        disc &= valid
+    return region, (int(centre[0]), int(centre[1])), disc
+
+
 # -- click placement -------------------------------------------------------------------------
-@pytest.mark.parametrize("seed", range(12))
-def test_next_click_matches_brute_force_on_random_masks(seed):
+def _random_case(seed):
     rng = np.random.default_rng(seed)
     h, w = rng.integers(8, 22, 2)
     gt = (rng.random((h, w)) < 0.4).astype(np.int32)
@@ -77,7 +108,25 @@ def test_next_click_matches_brute_force_on_random_masks(seed):
     pred = np.where(rng.random((h, w)) < 0.7, gt + 1, 2 - gt)
     clicked = np.where(rng.random((h, w)) < 0.05, 1, 0)
     valid = rng.random((h, w)) > 0.1 if seed % 2 else None
-    radius = int(rng.integers(1, 4))
+    return gt, pred, clicked, valid, int(rng.integers(1, 4))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_depth_rule_matches_brute_force_on_random_masks(seed):
+    gt, pred, clicked, valid, radius = _random_case(seed)
+    ref = brute_force_depth_click(gt, pred, clicked, valid, radius)
+    got = next_click(gt, pred, clicked, valid, radius, rule="depth")
+    if ref is None:
+        assert got is None
+        return
+    region, centre, disc = ref
+    assert (got.label, got.centre) == (region + 1, centre)
+    np.testing.assert_array_equal(got.mask, disc)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_next_click_matches_brute_force_on_random_masks(seed):
+    gt, pred, clicked, valid, radius = _random_case(seed)
     ref = brute_force_click(gt, pred, clicked, valid, radius)
     got = next_click(gt, pred, clicked, valid, radius)
     if ref is None:
@@ -97,6 +146,20 @@ def test_first_click_is_positive_at_the_object_centre():
     assert click.kind == "positive" and click.label == 2 and click.centre == (20, 30)
     assert click.mask.sum() == np.sum(np.hypot(*np.mgrid[-5:6, -5:6]) <= CLICK_RADIUS)
     assert next_click(gt, gt + 1) is None         # nothing wrong, no click
+
+
+def test_rules_differ_on_a_large_thin_error_and_a_small_round_one():
+    gt = np.zeros((40, 60), np.int32)
+    gt[5:35, 5:25] = 1                            # object: 30×20
+    pred = gt + 1
+    pred[5:35, 5:8] = 1                           # thin FN strip: 90 px, depth 1.x
+    pred[15:23, 40:48] = 2                        # round-ish FP square: 64 px, depth 4
+    area = next_click(gt, pred, rule="area")
+    depth = next_click(gt, pred, rule="depth")
+    assert area.kind == "positive" and 5 <= area.centre[0] < 35 and area.centre[1] < 8
+    assert depth.kind == "negative" and 15 <= depth.centre[0] < 23 and depth.centre[1] >= 40
+    with pytest.raises(ValueError):
+        next_click(gt, pred, rule="nearest")
 
 
 def test_click_disc_stays_on_the_clicked_side_of_the_boundary():

@@ -18,7 +18,7 @@ from ..errors import InvalidInputError
 from ..graph import Graph, graph_from_adjacency, image_graph
 
 #: Options that shape the image graph (see :func:`segapp.graph.image_graph`).
-GRAPH_OPTIONS = ("connectivity", "radius", "sigma", "sigma_scale", "color")
+GRAPH_OPTIONS = ("connectivity", "radius", "sigma", "sigma_scale", "color", "denoise")
 
 
 def check_choice(name: str, value: Any, allowed: tuple) -> None:
