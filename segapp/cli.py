@@ -23,67 +23,99 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import InvalidInputError, SegappError, SolverError
+from .options import Option
+from .resolution import DEFAULT_MAX_PIXELS
 
 EXIT_SOLVER, EXIT_INPUT, EXIT_OUTPUT = 1, 2, 3
 
-#: FAST-GE options with their own flags: (flag, option name, type, help).
-_FLAGS: list[tuple[str, str, type, str]] = [
-    ("--sigma", "sigma", float,
-     "RBF width in colour units (0..1); default: data-driven, sigma-scale × mean colour "
-     "distance of neighbouring pixels"),
-    ("--sigma-scale", "sigma_scale", float, "multiplier of the data-driven sigma (default 0.4)"),
-    ("--connectivity", "connectivity", int, "pixel neighbourhood, 4 or 8"),
-    ("--radius", "radius", float,
-     "join all pixels within this distance (overrides --connectivity; 2 gives 12 neighbours)"),
-    ("--constraint-weight", "constraint_weight", float,
-     "multiplies the must-link/cannot-link weights d_i d_j/(d_min d_max)"),
-    ("--n-vectors", "n_vectors", int, "eigenvectors used (default k-1)"),
-    ("--kmeans-restarts", "kmeans_restarts", int, "k-means restarts (plus one stroke-seeded)"),
-    ("--k2-partition", "k2_partition", str, "for two labels: 'sweep' (Cheeger) or 'kmeans'"),
-    ("--maxiter", "maxiter", int, "LOBPCG iteration cap"),
-    ("--eig-tol", "eig_tol", float, "stop when Ritz values change by less than this (relative)"),
-    ("--seed", "seed", int, "random seed (k-means, sparsified constraints)"),
-]
+DEFAULT_METHOD = "fastge"
+
+#: Prefix of the argparse destinations of method options (keeps them apart from the others).
+_DEST = "opt_"
 
 
-def _parse_value(text: str) -> Any:
-    """``-O key=value`` values: int, float, true/false/none, else the string."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low == "none":
-        return None
-    for conv in (int, float):
+class UsageError(Exception):
+    """A command line argparse cannot parse (reported like any bad input: one line, exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error raises instead of printing the usage and exiting."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _flag_type(option: Option):
+    def parse(text: str) -> Any:
         try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
+            return option.parse(text)
+        except InvalidInputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__ = option.name
+    return parse
 
 
-def _option_pair(text: str) -> tuple[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip().replace("-", "_"), _parse_value(value.strip())
+def _metavar(option: Option) -> str:
+    if option.choices is not None:
+        text = "{" + ",".join(map(str, option.choices)) + "}"
+    else:
+        text = {int: "N", float: "X", str: "TEXT"}[option.type]
+    return text + ("|none" if option.none_ok else "")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_option_flag(group: Any, option: Option, hidden: bool) -> None:
+    """One flag per option: ``--name VALUE``, or ``--name/--no-name`` for booleans.
+
+    ``default=SUPPRESS``: an option not given stays out of the namespace (the method's default
+    applies), so ``--n-vectors none`` and no flag at all remain different.
+    """
+    help_text = argparse.SUPPRESS if hidden else option.describe().replace("%", "%%")
+    dest = _DEST + option.name
+    if option.type is bool:
+        group.add_argument(option.flag, dest=dest, action=argparse.BooleanOptionalAction,
+                           default=argparse.SUPPRESS, help=help_text)
+    else:
+        group.add_argument(option.flag, dest=dest, type=_flag_type(option),
+                           default=argparse.SUPPRESS, metavar=_metavar(option), help=help_text)
+
+
+def _method_from_argv(argv: Sequence[str]) -> str:
+    """The ``--method`` / ``-m`` value of a ``segment`` command line (to build its flags)."""
+    method = DEFAULT_METHOD
+    for i, arg in enumerate(argv):
+        if arg in ("--method", "-m") and i + 1 < len(argv):
+            method = argv[i + 1]
+        elif arg.startswith("--method="):
+            method = arg.split("=", 1)[1]
+        elif arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--"):
+            method = arg[2:]
+    return method
+
+
+def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
+    """The ``segapp`` parser; ``segment``'s method flags are those of ``method``.
+
+    Every other method's flags are accepted but hidden, so that using one is reported as
+    "not an option of this method" rather than as an unknown argument.
+    """
     from . import __version__
-    parser = argparse.ArgumentParser(
+    from .methods import REGISTRY, options_of
+    parser = _Parser(
         prog="segapp",
         description="Interactive image segmentation by constrained spectral clustering "
                     "(FAST-GE). Without a command, opens the desktop app (on PATH if given, "
                     "else on a bundled sample image).",
         epilog="Run 'segapp segment --help' for the segmentation options.")
     parser.add_argument("--version", action="version", version=f"segapp {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     seg = sub.add_parser(
         "segment", help="segment an image from a scribble file",
         description="Segment IMAGE into the labels painted in SCRIBBLES and write the label "
                     "map (pixel value = label id) as PNG. Files are written atomically.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        epilog=f"The method options above are those of --method {method}; "
+               "'segapp segment --method NAME --help' lists another method's, "
+               "'segapp methods' the methods.")
     seg.add_argument("image", metavar="IMAGE", help="any Pillow format; EXIF orientation applied")
     seg.add_argument("--scribbles", "-s", required=True, metavar="SCRIBBLES",
                      help="label-id PNG (0 = unlabelled, 1..9) or colour strokes on black/"
@@ -93,37 +125,80 @@ def build_parser() -> argparse.ArgumentParser:
     seg.add_argument("--overlay", metavar="OVERLAY.png", help="also write a colour overlay")
     seg.add_argument("--heatmaps", metavar="DIR",
                      help="also write each eigenvector as a heat map PNG into DIR")
-    seg.add_argument("--method", "-m", default="fastge",
-                     help="segmentation method (see 'segapp methods')")
-    opts = seg.add_argument_group("method options (FAST-GE; defaults are the method's)")
-    for flag, name, typ, text in _FLAGS:
-        opts.add_argument(flag, dest=name, type=typ, default=None, help=text)
-    opts.add_argument("--max-pixels", dest="max_pixels", type=int, default=None,
-                      help="segment larger images on a reduced copy of this many pixels and "
-                           "bring the result back to full resolution (default 500000; 0 = "
-                           "always full resolution)")
-    opts.add_argument("--grey", dest="color", action="store_false", default=None,
-                      help="build the graph on grey values (as the paper) instead of colour")
-    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
-                      default=[], metavar="KEY=VALUE",
-                      help="any other option of the chosen method (repeatable)")
+    seg.add_argument("--method", "-m", default=DEFAULT_METHOD, metavar="NAME",
+                     help=f"segmentation method: {', '.join(REGISTRY)} (default "
+                          f"{DEFAULT_METHOD}; see 'segapp methods')")
+    seg.add_argument("--max-pixels", dest="max_pixels", type=int, default=None, metavar="N",
+                     help="segment larger images on a reduced copy of this many pixels and "
+                          "bring the result back to full resolution (default "
+                          f"{DEFAULT_MAX_PIXELS}; 0 = always full resolution)")
     seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
-                     help="fail instead of replacing existing output files")
+                     help="fail instead of replacing existing output files (default: replace)")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
 
-    sub.add_parser("methods", help="list the available methods",
-                   description="List the segmentation methods with a one-line description.")
+    known = options_of(method) if method in REGISTRY else ()
+    opts = seg.add_argument_group(f"options of method {method} (see 'segapp methods {method}')")
+    seen = set()
+    for option in known:
+        _add_option_flag(opts, option, hidden=False)
+        seen.add(option.name)
+    for other in REGISTRY:
+        for option in options_of(other):
+            if option.name not in seen:
+                _add_option_flag(opts, option, hidden=True)
+                seen.add(option.name)
+    if "color" in seen:   # the paper's grey-value graph, under its old name
+        opts.add_argument("--grey", dest=_DEST + "color", action="store_false",
+                          default=argparse.SUPPRESS,
+                          help="same as --no-color" if "color" in {o.name for o in known}
+                          else argparse.SUPPRESS)
+    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
+                      default=[], metavar="KEY=VALUE",
+                      help="an option by its python name (repeatable), e.g. -O seed=3")
+
+    meth = sub.add_parser("methods", help="list the methods, or one method's options",
+                          description="List the segmentation methods; with NAME, the method's "
+                                      "options (type, default, allowed values, stage).")
+    meth.add_argument("name", nargs="?", metavar="NAME", help="a method")
+    meth.add_argument("--markdown", action="store_true",
+                      help="print the options of every method as the page docs/options.md")
     return parser
 
 
+def _option_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip().replace("-", "_"), value.strip()
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    out = {name: getattr(args, name) for _, name, _, _ in _FLAGS
-           if getattr(args, name) is not None}
-    if args.color is not None:
-        out["color"] = args.color
-    if args.max_pixels is not None:
-        out["max_pixels"] = args.max_pixels or None
-    out.update(dict(args.extra))
+    """The method options given on the command line, checked against the method's declarations.
+
+    Raises
+    ------
+    InvalidInputError
+        A flag of another method, an unknown ``-O`` name, or a bad ``-O`` value.
+    """
+    from .methods import get
+    from .options import by_name
+    method = args.method
+    own = by_name(get(method).options)
+    out: dict[str, Any] = {}
+    for key, value in vars(args).items():
+        if key.startswith(_DEST):
+            name = key[len(_DEST):]
+            if name not in own:
+                flag = "--" + name.replace("_", "-")
+                raise InvalidInputError(
+                    f"{flag} is not an option of method {method!r} (its options: "
+                    f"'segapp segment --method {method} --help')")
+            out[name] = value
+    for name, text in args.extra:
+        if name not in own:
+            raise InvalidInputError(
+                f"unknown option {name!r} for method {method!r}; valid: {', '.join(own)}")
+        out[name] = own[name].parse(text)
     return out
 
 
@@ -134,6 +209,9 @@ def _segment(args: argparse.Namespace) -> int:
     from .session import segment
 
     t0 = time.perf_counter()
+    options = _options(args)
+    if args.max_pixels is not None:
+        options["max_pixels"] = args.max_pixels or None
     image = io.read_image(args.image)
     scribbles = io.read_scribbles(args.scribbles, image.shape[:2])
     # Validate every output location before the (possibly long) solve.
@@ -145,7 +223,7 @@ def _segment(args: argparse.Namespace) -> int:
         if hdir.exists() and not hdir.is_dir():
             raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
 
-    result = segment(image, scribbles, method=args.method, **_options(args))
+    result = segment(image, scribbles, method=args.method, **options)
 
     written = [io.save_labels(args.output, result.labels.astype(np.uint8), args.overwrite)]
     if args.overlay:
@@ -182,12 +260,27 @@ def _check_writable(path: Path, overwrite: bool) -> None:
         raise FileNotFoundError(f"cannot write {path}: directory {parent} does not exist")
 
 
-def _methods() -> int:
-    from .methods import available_methods
+def _methods(args: argparse.Namespace) -> int:
+    """``segapp methods [NAME] [--markdown]``: generated from the option declarations."""
+    from .methods import REGISTRY, available_methods, get
+    from .options import markdown
+    if args.markdown:
+        print(markdown([(n, c.description, c.options) for n, c in REGISTRY.items()]), end="")
+        return 0
+    if args.name is not None:
+        cls = get(args.name)
+        print(f"{cls.name}: {cls.description}")
+        print("options (setup: fixed per image / Session; solve: per edit / update):")
+        rows = [(o.flag, o.default_text(), o.range_text(), o.stage, o.help) for o in cls.options]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        for r in rows:
+            print("  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)) + "  " + r[4])
+        return 0
     names = available_methods()
     width = max(len(n) for n, _ in names)
     for name, text in names:
         print(f"{name:<{width}}  {text}")
+    print("\n'segapp methods NAME' lists a method's options.")
     return 0
 
 
@@ -203,12 +296,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                          EXIT_INPUT)
         from .gui.app import run
         return run(path)
-    args = build_parser().parse_args(argv)
-    if args.command is None:
-        build_parser().print_help()
-        return 0
     try:
-        return _segment(args) if args.command == "segment" else _methods()
+        method = _method_from_argv(argv) if argv[0] == "segment" else DEFAULT_METHOD
+        from .methods import get
+        get(method)   # an unknown --method fails here, before its flags are needed
+        args = build_parser(method).parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return 0
+        return _segment(args) if args.command == "segment" else _methods(args)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_INPUT)
     except SolverError as exc:
         return _fail(f"solver failed: {exc}", EXIT_SOLVER)
     except (InvalidInputError, SegappError) as exc:

@@ -89,7 +89,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -100,7 +100,8 @@ from threadpoolctl import threadpool_limits
 
 from .constraints import stroke_sets
 from .errors import Cancelled, InvalidInputError
-from .partition import kmeans, match_labels
+from .options import SEED, HasOptions, Option, resolve
+from .partition import anchored_kmeans, clamp_strokes
 from .result import Segmentation
 
 #: Rows processed at a time by every pass over the n points (features, coding, embedding).
@@ -109,20 +110,30 @@ CHUNK = 1 << 19
 #: Relative threshold below which eigenvalues of Ŝ = ẐᵀẐ are treated as zero.
 RANK_TOL = 1e-9
 
-#: Options shared by every landmark method, with their defaults.
-LANDMARK_DEFAULTS: dict[str, Any] = {
-    "n_landmarks": 1000,
-    "landmark_selection": "kmeans",
-    "landmark_sample": 50_000,
-    "n_nearest": 5,
-    "sigma": None,
-    "sigma_rule": "knn",
-    "sigma_scale": 1.0,
-    "spatial_weight": 0.25,
-    "kmeans_sample": 20_000,
-    "kmeans_restarts": 10,
-    "seed": 0,
-}
+#: Options shared by the landmark methods. Bounds: the p × p eigenproblems cost O(p³) time
+#: and 8p² bytes per matrix (5000 landmarks: 200 MB, tens of seconds); coding on r nearest
+#: landmarks costs r(r+1)/2 passes over the n points.
+LANDMARK_OPTIONS: tuple[Option, ...] = (
+    Option("n_landmarks", int, 1000, "landmarks p (the eigenproblems are p × p)", "setup",
+           low=2, high=5000),
+    Option("landmark_selection", str, "kmeans", "landmarks drawn at random or as k-means "
+           "centres of a sample", "setup", choices=("random", "kmeans")),
+    Option("landmark_sample", int, 50_000, "points sampled for the k-means landmark selection",
+           "setup", low=2, high=1_000_000),
+    Option("n_nearest", int, 5, "nearest landmarks r each point is coded on", "setup",
+           low=2, high=20),
+    Option("sigma", float, None, "kernel width of the sparse coding, in feature units",
+           "setup", low=1e-6, high=1e6, none_ok=True, none_means="sigma_scale × sigma_rule"),
+    Option("sigma_rule", str, "knn", "data-driven width: mean distance to the r nearest "
+           "landmarks (knn) or to all landmarks (all)", "setup", choices=("knn", "all")),
+    Option("sigma_scale", float, 1.0, "multiplier of the data-driven width", "setup",
+           low=0.01, high=100.0),
+    Option("spatial_weight", float, 0.25, "weight of pixel position against colour in an "
+           "image's features", "setup", low=0.0, high=100.0),
+    Option("kmeans_sample", int, 20_000, "rows k-means runs on (every other row goes to the "
+           "nearest centre)", "solve", low=2, high=1_000_000),
+    replace(SEED, stage="setup", help="random seed (landmarks, k-means starts)"),
+)
 
 Cancel = Callable[[], bool] | None
 
@@ -449,6 +460,15 @@ class StrokeSets:
     def count(self) -> int:
         return int(sum(S.size for S in self.sets))
 
+    def agreement(self, labels: np.ndarray) -> dict[int, float]:
+        """Per label id, the share of its stroke pixels that ``labels`` (flat) give that label."""
+        return {i: float(np.mean(labels[S] == i)) for i, S in zip(self.label_ids, self.sets)}
+
+    def kept(self, labels: np.ndarray) -> float:
+        """Share of all stroke pixels that ``labels`` (flat) give their painted label."""
+        return float(np.mean(np.concatenate(
+            [labels[S] == i for i, S in zip(self.label_ids, self.sets)])))
+
 
 def read_strokes(scribbles: np.ndarray, n: int, confidence: np.ndarray | None) -> StrokeSets:
     """Validate strokes (and optional per-pixel confidence in [0, 1]) as FAST-GE does."""
@@ -476,33 +496,37 @@ def _identity(X: np.ndarray) -> np.ndarray:
 
 
 def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: int,
-              restarts: int, rng: np.random.Generator, cancel: Cancel = None,
-              seeded: bool = True, normalise: bool = True) -> tuple[np.ndarray, np.ndarray]:
+              rng: np.random.Generator, cancel: Cancel = None,
+              normalise: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Labels (user ids, flat int32) and the embedding ``Ẑ Y`` (n × m float32); module notes.
 
-    k-means runs on ``sample`` random rows (plus a start from each label's stroke mean when
-    ``seeded``); every row then goes to its nearest centre. Rows are normalised first unless
-    ``normalise`` is False. ``code`` is anything with ``n`` and :meth:`SparseCode.apply`.
+    k-means with each cluster anchored to one label's strokes
+    (:func:`segapp.partition.anchored_kmeans`) runs on ``sample`` random rows plus the stroke
+    rows; every row then goes to its nearest centre. Rows are normalised first unless
+    ``normalise`` is False. The labels are not yet clamped to the strokes (the caller does it
+    after reading the agreement). ``code`` is anything with ``n`` and :meth:`SparseCode.apply`.
     """
     n, k = code.n, strokes.k
     rownorm = _normalise_rows if normalise else _identity
-    rows = np.sort(rng.choice(n, size=min(n, sample), replace=False))
+    free = np.sort(rng.choice(n, size=min(n, sample), replace=False))
+    cap = max(1, sample // (4 * k))
+    picked = [S if len(S) <= cap else np.sort(rng.choice(S, cap, replace=False))
+              for S in strokes.sets]
+    rows = np.concatenate([free] + picked)
+    offsets = np.cumsum([free.size] + [len(S) for S in picked])
+    local = [np.arange(lo, hi) for lo, hi in zip(offsets[:-1], offsets[1:])]
     U = rownorm(code.apply(Y, rows=rows))
-    seeds = None
-    if seeded:
-        seeds = np.array([rownorm(code.apply(Y, rows=S)).mean(axis=0) for S in strokes.sets])
-    codes = kmeans(U, k, seeds=seeds, restarts=restarts, rng=rng, cancel=cancel)
-    centres = np.array([U[codes == j].mean(axis=0) if np.any(codes == j)
-                        else np.full(U.shape[1], np.inf) for j in range(k)])
-    labels = np.empty(n, np.int32)
+    _, centres, owner = anchored_kmeans(U, local, sample=U.shape[0], rng=rng, cancel=cancel)
+    codes = np.empty(n, np.int64)
     X32 = np.empty((n, Y.shape[1]), np.float32)
     for lo in range(0, n, CHUNK):
         check_cancel(cancel)
         hi = min(lo + CHUNK, n)
         X = code.apply(Y, lo, hi)
         X32[lo:hi] = X
-        labels[lo:hi], _ = vq(rownorm(X), centres, check_finite=False)
-    return match_labels(labels, strokes.sets, strokes.label_ids, k), X32
+        nearest, _ = vq(rownorm(X), centres, check_finite=False)
+        codes[lo:hi] = owner[nearest]
+    return np.asarray(strokes.label_ids, np.int32)[codes], X32
 
 
 # -- the common method shell ----------------------------------------------------------------
@@ -522,49 +546,7 @@ class LandmarkDiagnostics:
                 f"sigma={self.sigma:.3g}, strokes kept={self.stroke_agreement:.1%}{more})")
 
 
-def _positive_int(name: str, value: Any, minimum: int) -> int:
-    if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-            and value >= minimum):
-        raise InvalidInputError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return int(value)
-
-
-def _positive_float(name: str, value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a positive number, got {value!r}") from None
-    if not (np.isfinite(v) and v > 0):
-        raise InvalidInputError(f"{name} must be a positive number, got {value!r}")
-    return v
-
-
-def validate_landmark_options(o: dict[str, Any]) -> None:
-    """Check the shared options (raises InvalidInputError)."""
-    _positive_int("n_landmarks", o["n_landmarks"], 2)
-    _positive_int("landmark_sample", o.get("landmark_sample", 2), 2)
-    _positive_int("n_nearest", o["n_nearest"], 2)
-    _positive_int("kmeans_sample", o["kmeans_sample"], 2)
-    _positive_int("kmeans_restarts", o["kmeans_restarts"], 0)
-    _positive_int("seed", o["seed"], 0)
-    if o.get("landmark_selection", "random") not in ("random", "kmeans"):
-        raise InvalidInputError("landmark_selection must be 'random' or 'kmeans', "
-                                f"got {o['landmark_selection']!r}")
-    if o["sigma_rule"] not in ("knn", "all"):
-        raise InvalidInputError(f"sigma_rule must be 'knn' or 'all', got {o['sigma_rule']!r}")
-    if o["sigma"] is not None:
-        _positive_float("sigma", o["sigma"])
-    _positive_float("sigma_scale", o["sigma_scale"])
-    sw = o["spatial_weight"]
-    try:
-        ok = np.isfinite(float(sw)) and float(sw) >= 0
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise InvalidInputError(f"spatial_weight must be a number ≥ 0, got {sw!r}")
-
-
-class FeatureMethod(ABC):
+class FeatureMethod(HasOptions, ABC):
     """Construction shared by the methods that work on feature vectors (images or (n, f) data).
 
     ``from_image`` / ``from_data`` build the features and call ``cls(features, shape, **options)``.
@@ -575,14 +557,12 @@ class FeatureMethod(ABC):
     constrained: ClassVar[bool] = True
     #: Session works at full resolution (no reduced working copy): the point of these methods.
     full_resolution: ClassVar[bool] = True
-    defaults: ClassVar[dict[str, Any]] = LANDMARK_DEFAULTS
+    options: ClassVar[tuple[Option, ...]] = LANDMARK_OPTIONS
 
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "LandmarkMethod":
         """Pixels as colour + scaled position feature vectors (see :mod:`segapp.landmarks`)."""
-        cls._check_names(options)
-        sw = options.get("spatial_weight", cls.defaults["spatial_weight"])
-        validate_landmark_options({**cls.defaults, **options})
+        sw = resolve(cls.options, options, cls.name)["spatial_weight"]
         img = np.asarray(image)
         if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] not in (1, 3)):
             raise InvalidInputError(f"image must be (H, W) or (H, W, 3); got shape {img.shape}")
@@ -600,25 +580,27 @@ class FeatureMethod(ABC):
         return cls(feats, (feats.n,), **options)
 
     def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
-        self._check_names(options)
-        self.options = {**self.defaults, **options}
-        validate_landmark_options(self.options)
+        self._set_options(resolve(type(self).options, options, self.name))
         self._validate()
         self.features = features
         self.shape = tuple(shape)
         self.timings: dict[str, float] = {}
 
     def _validate(self) -> None:
-        """Method-specific option checks (override)."""
+        """Checks that involve several options (override); each option checks itself."""
 
     def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
+               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
         """Segment with the given strokes (subclasses implement ``_update``).
+
+        ``solve_options`` (the solve-stage ones of ``options``) apply to this update only.
 
         On one BLAS thread, as :meth:`segapp.methods.fastge.FastGE.update`: on the 2-core
         machine with another process busy, a landmark FAST-GE call on the Four-Moons data took
         31 s with OpenBLAS's default threads and 3.9 s with one (``benchmarks/synthetic.py``).
         """
+        self._use_solve_options(solve_options)
+        self._validate()
         with threadpool_limits(limits=1, user_api="blas"):
             return self._update(scribbles, cancel=cancel, confidence=confidence)
 
@@ -627,19 +609,11 @@ class FeatureMethod(ABC):
                 confidence: np.ndarray | None) -> Segmentation:
         """The method's work for one edit (called on one BLAS thread)."""
 
-    @classmethod
-    def _check_names(cls, options: dict[str, Any]) -> None:
-        unknown = sorted(set(options) - set(cls.defaults))
-        if unknown:
-            raise InvalidInputError(
-                f"unknown option(s) {', '.join(unknown)} for method {cls.name!r}; valid: "
-                f"{', '.join(sorted(cls.defaults))}")
-
 
 class LandmarkMethod(FeatureMethod):
     """Shell shared by the single-graph landmark methods: options, lazily built landmark graph.
 
-    Subclasses set ``name``, ``description``, ``defaults`` and implement :meth:`_solve`.
+    Subclasses set ``name``, ``description``, ``options`` and implement :meth:`_solve`.
     The landmarks, the coding and the basis are built on the first :meth:`update` (so that
     ``cancel`` covers them too) and reused by every later edit.
     """
@@ -688,12 +662,13 @@ class LandmarkMethod(FeatureMethod):
                 "number of landmarks (raise n_landmarks)")
         timings: dict[str, float] = dict(setup)
         labels, vectors, lam, extra = self._solve(strokes, timings, cancel)
-        kept = float(np.mean(np.concatenate(
-            [labels[S] == i for i, S in zip(strokes.label_ids, strokes.sets)])))
-        diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma, kept, extra)
+        agreement = strokes.agreement(labels)
+        diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma,
+                                   strokes.kept(labels), extra)
+        clamp_strokes(labels, strokes.sets, strokes.label_ids)
         return Segmentation(labels.reshape(self.shape), strokes.label_ids,
                             vectors.reshape(*self.shape, -1), np.asarray(lam, float), timings,
-                            diag, self.name)
+                            diag, self.name, stroke_agreement=agreement)
 
     @abstractmethod
     def _solve(self, strokes: StrokeSets, timings: dict[str, float],

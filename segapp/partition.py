@@ -39,6 +39,12 @@ from .pencil import Pencil
 #: Rows used for the k-means restarts on large images.
 KMEANS_SAMPLE = 20_000
 
+#: Share of a label's painted pixels a constrained method's partition must give back to that
+#: label before the painted pixels are set to it (the user-trust invariant, issue 10): below
+#: it the strokes are not separated by the embedding and the method tries harder (FAST-GE
+#: adds a vector) instead of returning a result that only clamping would make look right.
+STROKE_AGREEMENT = 0.999
+
 
 def embed(X: np.ndarray, pencil: Pencil) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """FAST-GE embedding (Fig. 2).
@@ -95,6 +101,143 @@ def kmeans(U: np.ndarray, k: int, *, seeds: np.ndarray | None = None, restarts: 
             if obj < best_obj:
                 best_codes, best_obj = codes, obj
     return best_codes
+
+
+def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
+                    weights: np.ndarray | None = None,
+                    seeds: np.ndarray | None = None, iterations: int = 50,
+                    sample: int = KMEANS_SAMPLE, rng: np.random.Generator | None = None,
+                    cancel: Callable[[], bool] | None = None,
+                    max_prototypes: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """k-means whose clusters belong to labels: stroke rows are fixed to their own label.
+
+    Lloyd's iteration for ``min Σ_i w_i ‖U_i − c_{p(i)}‖²`` over prototypes ``c_p``, each
+    owned by one label, under the must-link / cannot-link constraints of the strokes
+    (COP-k-means, Wagstaff et al. 2001, with the constraint cliques of FAST-GE §7.3): a row of
+    ``sets[a]`` may only join a prototype of label ``a``, every other row joins its nearest
+    prototype, and each prototype is the mean of its rows. Each label starts with one
+    prototype at its stroke mean (or at ``seeds``, e.g. the previous edit's centres), so the
+    result is deterministic, needs no restarts and no cluster ↔ label matching, and a label
+    cannot be merged into another's cluster while its strokes are given to a stroke-free area
+    (what free k-means + Hungarian matching did when two small labels fell into one cluster).
+
+    A label whose strokes cover two different-looking areas (a cup's rim and its handle) is
+    not one cluster: when the nearest prototype of more than ``1 − STROKE_AGREEMENT`` of its
+    stroke rows belongs to another label, the label gets one more prototype at the mean of
+    those rows, and Lloyd's iteration resumes (at most ``max_prototypes`` per label).
+
+    On more than ``sample`` rows the iteration runs on a uniform sample plus the stroke rows
+    (weighted by the sampling rate, so the prototypes estimate the full means); then every row
+    goes to its nearest prototype. ``weights`` (one per row; then every row is used) weigh the
+    objective (the cluster ensemble's consensus).
+
+    Returns
+    -------
+    codes : ndarray (n,) int64
+        Label index (0..k−1) of every row's nearest prototype (stroke rows included: *not*
+        clamped, so the caller can measure how many painted rows their own label claims).
+    centres : ndarray (p, m)
+        The prototypes (the first ``k`` are one per label, in label order).
+    owner : ndarray (p,) int64
+        The label index of each prototype.
+    """
+    def check() -> None:
+        if cancel is not None and cancel():
+            raise Cancelled("solve cancelled")
+
+    rng = rng if rng is not None else np.random.default_rng(0)
+    n, k = U.shape[0], len(sets)
+    if weights is not None or n <= sample:
+        rows = np.arange(n)
+        w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+        fixed_at = np.full(n, -1)
+        for a, S in enumerate(sets):
+            fixed_at[S] = a
+    else:
+        per_label = max(1, sample // (4 * k))
+        strokes = [S if len(S) <= per_label else rng.choice(S, per_label, replace=False)
+                   for S in sets]
+        rows = np.concatenate([rng.choice(n, sample, replace=False)] + strokes)
+        w = np.concatenate([np.ones(sample)]
+                           + [np.full(len(S), sample / n * len(T) / len(S))
+                              for S, T in zip(strokes, sets)])
+        fixed_at = np.concatenate([np.full(sample, -1)]
+                                  + [np.full(len(S), a) for a, S in enumerate(strokes)])
+    X = U[rows]
+    fixed = fixed_at >= 0
+    if seeds is None:
+        centres = np.array([np.average(X[fixed_at == a], axis=0, weights=w[fixed_at == a])
+                            for a in range(k)])
+    else:
+        centres = np.array(seeds, dtype=float)
+    owner = np.arange(k)
+    labels_of_fixed = fixed_at[fixed]
+    best = None
+    for _ in range(max_prototypes):
+        centres = _lloyd_anchored(X, w, fixed_at, centres, owner, iterations, check)
+        nearest, _ = vq(X[fixed], centres, check_finite=False)
+        wrong = owner[nearest] != labels_of_fixed
+        worst = max(np.mean(wrong[labels_of_fixed == a]) for a in range(k))
+        if best is not None and worst >= best[0]:
+            centres, owner = best[1], best[2]  # another prototype did not help: genuinely mixed
+            break
+        best = (worst, centres, owner)
+        grow = [a for a in range(k) if np.mean(wrong[labels_of_fixed == a]) > 1 - STROKE_AGREEMENT
+                and np.count_nonzero(owner == a) < max_prototypes]
+        if not grow:
+            break
+        for a in grow:
+            mine = wrong & (labels_of_fixed == a)
+            centres = np.vstack([centres, np.average(X[fixed][mine], axis=0,
+                                                     weights=w[fixed][mine])])
+            owner = np.append(owner, a)
+    check()
+    nearest, _ = vq(U, centres, check_finite=False)
+    return owner[nearest].astype(np.int64), centres, owner
+
+
+def _lloyd_anchored(X: np.ndarray, w: np.ndarray, fixed_at: np.ndarray, centres: np.ndarray,
+                    owner: np.ndarray, iterations: int, check: Callable[[], None]) -> np.ndarray:
+    """Lloyd's iteration with rows of ``fixed_at[i] = a ≥ 0`` restricted to label a's prototypes."""
+    centres = centres.copy()
+    codes = None
+    fixed = fixed_at >= 0
+    for _ in range(iterations):
+        check()
+        new, _ = vq(X, centres, check_finite=False)
+        bad = fixed & (owner[new] != fixed_at)
+        for a in np.unique(fixed_at[bad]):
+            own = np.flatnonzero(owner == a)
+            rows = np.flatnonzero(bad & (fixed_at == a))
+            sub, _ = vq(X[rows], centres[own], check_finite=False)
+            new[rows] = own[sub]
+        if codes is not None and np.array_equal(new, codes):
+            break
+        codes = new
+        mass = np.bincount(codes, weights=w, minlength=len(centres))
+        for j in np.flatnonzero(mass > 0):
+            sel = codes == j
+            centres[j] = (w[sel, None] * X[sel]).sum(axis=0) / mass[j]
+    return centres
+
+
+def clamp_strokes(labels: np.ndarray, sets: list[np.ndarray],
+                  label_ids: tuple[int, ...]) -> np.ndarray:
+    """Give every painted pixel its painted label (in place); returns ``labels``.
+
+    The last step of every constrained method, after the partition itself has been checked
+    against :data:`STROKE_AGREEMENT`: the few painted pixels the partition gives elsewhere
+    (a one-pixel stroke on a boundary) still show the label the user painted.
+    """
+    for i, S in zip(label_ids, sets):
+        labels[S] = i
+    return labels
+
+
+def stroke_agreement(codes: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
+    """Share of each label's stroke rows whose cluster is that label's (codes 0..k−1 = labels)."""
+    return np.array([float(np.mean(codes[S] == a)) if len(S) else 1.0
+                     for a, S in enumerate(sets)])
 
 
 def match_labels(codes: np.ndarray, sets: list[np.ndarray], label_ids: tuple[int, ...],

@@ -26,6 +26,11 @@ class Segmentation:
     diagnostics : object
         The eigensolver's report (:class:`segapp.lobpcg.SolverDiagnostics`) or None.
     method : str
+    stroke_agreement : dict or None
+        For each label id, the share of its painted pixels that the method's partition itself
+        gave to that label, before the painted pixels were set to their label (constrained
+        methods: ≥ 0.999 unless a label is genuinely ambiguous; the unconstrained baseline
+        leaves them as they fall). None when the method does not report it.
     """
 
     labels: np.ndarray
@@ -35,6 +40,15 @@ class Segmentation:
     timings: dict[str, float] = field(default_factory=dict)
     diagnostics: object = None
     method: str = "fastge"
+    stroke_agreement: dict[int, float] | None = None
+
+    @property
+    def unplaced_labels(self) -> tuple[int, ...]:
+        """Label ids the method could not place: absent from ``labels``, or most of whose
+        painted pixels it gave to other labels (only the unconstrained baseline does this)."""
+        present = set(np.unique(self.labels).tolist())
+        agree = self.stroke_agreement or {}
+        return tuple(i for i in self.label_ids if i not in present or agree.get(i, 1.0) < 0.5)
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import methods
 from .errors import InvalidInputError
+from .options import check_solve, split
 from .resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
                          working_shape)
 from .result import Segmentation
@@ -62,49 +63,63 @@ class Session:
         (H, W) grey or (H, W, 3) colour; uint8/uint16, or float in [0, 1].
     method : str
         One of :func:`segapp.available_methods`.
-    **options
-        The method's options (for FAST-GE: ``connectivity``, ``radius``, ``sigma``,
-        ``sigma_scale``, ``color``, ``constraint_weight``, ``n_vectors``, ``kmeans_restarts``,
-        ``k2_partition``, ``amg_theta``, ``maxiter``, ``eig_tol``, ``res_tol``, ``eigensolver``,
-        ``on_nonconvergence``, ``warm_start``, ``seed``). A change of image or of a graph
-        option needs a new session.
     max_pixels : int or None
         Images with more pixels are segmented on an area-averaged copy of this size and the
         result is brought back to full resolution (:mod:`segapp.resolution`); None = always
         full resolution.
+    **options
+        The method's options (:func:`segapp.methods.options_of`; ``docs/options.md``).
+        Set-up options (graph, landmarks, ...) shape what the session builds once and can only
+        be given here; solve options given here are the defaults of every :meth:`update`,
+        which can override them per call without rebuilding anything.
 
     Examples
     --------
     >>> sess = Session(image)                      # doctest: +SKIP
     >>> result = sess.update(scribbles)            # doctest: +SKIP
     >>> scribbles[10:12, 5:40] = 3; sess.update(scribbles)   # warm re-solve  # doctest: +SKIP
+    >>> sess.update(scribbles, constraint_weight=2.0)  # same graph, new solve  # doctest: +SKIP
     """
 
-    def __init__(self, image: np.ndarray, *, method: str = "fastge",
+    def __init__(self, image: np.ndarray, method: str = "fastge", *,
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, **options: Any) -> None:
         t = time.perf_counter()
+        cls = methods.get(method)
+        setup, solve = split(cls.options, options, method)   # bad names and values fail here
+        if max_pixels is not None and not (isinstance(max_pixels, (int, np.integer))
+                                           and not isinstance(max_pixels, (bool, np.bool_))
+                                           and max_pixels >= 4):
+            raise InvalidInputError(f"max_pixels must be an integer ≥ 4 or None, got {max_pixels!r}")
         self.image = as_float_image(image)
         self.shape: tuple[int, int] = self.image.shape[:2]  # type: ignore[assignment]
         self.method_name = method
-        self.options = dict(options)
-        if max_pixels is not None and not (isinstance(max_pixels, (int, np.integer))
-                                           and max_pixels >= 4):
-            raise InvalidInputError(f"max_pixels must be an integer ≥ 4 or None, got {max_pixels!r}")
-        cls = methods.get(method)
+        #: Set-up options in effect (fixed for the session's life).
+        self.setup_options = {o.name: setup.get(o.name, o.default) for o in cls.options
+                              if o.stage == "setup"}
+        #: Solve options every update starts from (each call may override them).
+        self.solve_options = {o.name: solve.get(o.name, o.default) for o in cls.options
+                              if o.stage == "solve"}
+        self.options = {**setup, **solve}   # as given
         # Methods built for very large images (landmark methods) work at full resolution.
         limit = None if getattr(cls, "full_resolution", False) else max_pixels
         self.working_shape = working_shape(self.shape, limit)
-        self._method = cls.from_image(reduce_image(self.image, self.working_shape), **options)
+        self._method = cls.from_image(reduce_image(self.image, self.working_shape), **setup)
         self._setup_timings = dict(getattr(self._method, "timings", {}))
         self._setup_total = time.perf_counter() - t
         self.revision = 0
 
     def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
+               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
         """Segment with the current scribbles (0 = unlabelled, else the user's label id).
 
-        The first call's timings include the session's set-up stages (graph, AMG set-up).
+        ``solve_options`` override the session's solve options for this call only; nothing
+        built at set-up (graph, landmarks, hierarchy kept across edits) is rebuilt. A set-up
+        option here raises :class:`~segapp.errors.InvalidInputError`. The first call's timings
+        include the session's set-up stages (graph, AMG set-up).
         """
+        solve = {**self.solve_options,
+                 **check_solve(methods.get(self.method_name).options, solve_options,
+                               self.method_name)}
         s = np.asarray(scribbles)
         if s.shape != self.shape:
             raise InvalidInputError(
@@ -116,9 +131,9 @@ class Session:
             conf = None if confidence is None else reduce_map(
                 np.where(s > 0, np.asarray(confidence, float), 0.0), self.working_shape)
             result = enlarge_result(
-                self._method.update(small, cancel=cancel, confidence=conf), s)
+                self._method.update(small, cancel=cancel, confidence=conf, **solve), s)
         else:
-            result = self._method.update(s, cancel=cancel, confidence=confidence)
+            result = self._method.update(s, cancel=cancel, confidence=confidence, **solve)
         elapsed = time.perf_counter() - t
         if self.revision == 0:
             result.timings = {**self._setup_timings, **result.timings}

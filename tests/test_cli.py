@@ -55,13 +55,13 @@ def test_segment_writes_labels_overlay_and_heatmaps(scene, tmp_path, capsys):
 
 def test_options_are_passed_to_the_method(scene, capsys):
     code = run("segment", scene["image"], "-s", scene["scribbles"], "-o", scene["out"],
-               "--connectivity", 8, "--grey", "-O", "kmeans_restarts=2", "--k2-partition",
+               "--connectivity", 8, "--grey", "-O", "eig_tol=0.002", "--k2-partition",
                "kmeans")
     assert code == 0
     code = run("segment", scene["image"], "-s", scene["scribbles"], "-o", scene["out"],
                "--connectivity", 5)
     assert code == EXIT_INPUT
-    assert "connectivity must be 4 or 8" in capsys.readouterr().err
+    assert "connectivity must be one of 4, 8" in capsys.readouterr().err
 
 
 def _error(capsys) -> str:

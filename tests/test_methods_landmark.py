@@ -14,7 +14,8 @@ from segapp import landmarks as lm
 from segapp.constraints import build_constraints
 from segapp.errors import Cancelled, InvalidInputError
 from segapp.methods import REGISTRY, get
-from segapp.methods.ensemble import ClusterEnsemble, sparse_projection, weighted_kmeans
+from segapp.methods.ensemble import ClusterEnsemble, sparse_projection
+from segapp.partition import anchored_kmeans
 from segapp.methods.landmark_fastge import LandmarkFastGE
 from segapp.methods.scacs import SCACS
 from segapp.pencil import Pencil
@@ -216,9 +217,10 @@ def test_ensemble_consensus_pieces():
     np.testing.assert_allclose(np.abs(R[R != 0]), 1 / np.sqrt(3))
     # weighted k-means on duplicated points = k-means on the distinct points with counts
     Y = np.array([[0.0, 0], [0.1, 0], [5, 5], [5.2, 5]])
-    codes, obj = weighted_kmeans(Y, np.array([1.0, 3, 1, 1]), 2, seeds=None, restarts=3, rng=rng)
-    assert codes[0] == codes[1] and codes[2] == codes[3] and codes[0] != codes[2]
-    assert obj == pytest.approx(1 * 0.075 ** 2 + 3 * 0.025 ** 2 + 2 * 0.1 ** 2)
+    codes, centres, _ = anchored_kmeans(Y, [np.array([0]), np.array([2])],
+                                     weights=np.array([1.0, 3, 1, 1]), rng=rng)
+    assert codes.tolist() == [0, 0, 1, 1]
+    np.testing.assert_allclose(centres, [[0.075, 0], [5.1, 5]])   # weighted means
     X, truth, lab = blobs(k=3)
     res = ClusterEnsemble.from_data(features=X, n_landmarks=100, n_partitions=3).update(lab)
     assert res.eigenvectors.shape == (len(X), 3)

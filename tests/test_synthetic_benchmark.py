@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import segapp.methods
+from segapp.options import SEED
 from benchmarks import synthetic as syn
 
 
@@ -204,7 +205,7 @@ def test_quick_main_writes_csv_and_plot(tmp_path, capsys):
 class Boom:
     name = "boom"
     description = "always raises"
-    defaults = {"seed": 0}
+    options = (SEED,)
 
     @classmethod
     def from_data(cls, **_):

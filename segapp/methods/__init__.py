@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..options import Option
 from .ccskl import CCSKL
 from .ensemble import ClusterEnsemble
 from .fastge import FastGE
@@ -38,13 +39,23 @@ def get(name: str) -> type:
             f"unknown method {name!r}; available: {', '.join(REGISTRY)}") from None
 
 
+def options_of(name: str) -> tuple[Option, ...]:
+    """The option declarations of method ``name`` (:class:`segapp.options.Option`), in order.
+
+    Everything about an option — type, default, range, help, stage (``"setup"``: pass it to
+    :class:`segapp.Session`; ``"solve"``: to :meth:`segapp.Session.update`) — is here; the
+    command line, ``segapp methods``, the app's settings panel and ``docs/options.md`` are
+    generated from it.
+    """
+    return get(name).options
+
+
 def option_names(name: str) -> set[str]:
-    """Options method ``name`` accepts (its ``defaults`` and ``graph_options`` attributes).
+    """Names of the options method ``name`` accepts.
 
     Lets a caller with settings for several methods (the desktop app) pass each only its own.
     """
-    cls = get(name)
-    return set(getattr(cls, "defaults", {})) | set(getattr(cls, "graph_options", ()))
+    return {o.name for o in options_of(name)}
 
 
 def create_from_data(name: str, *, graph=None, features=None, **options: Any):

@@ -27,6 +27,7 @@ from typing import Any, Callable, ClassVar, Protocol
 import numpy as np
 import scipy.sparse as sp
 
+from ..options import Option
 from ..result import Segmentation
 
 
@@ -34,7 +35,9 @@ class Method(Protocol):
     name: ClassVar[str]          #: registry key, used by ``--method`` and the app
     description: ClassVar[str]   #: one line for ``segapp methods``
     constrained: ClassVar[bool]  #: False for the unconstrained baseline
-    defaults: ClassVar[dict[str, Any]]  #: accepted options and their defaults
+    #: the accepted options (on an instance, ``self.options`` is the dict of values in effect)
+    options: ClassVar[tuple[Option, ...]]
+    defaults: ClassVar[dict[str, Any]]  #: ``{name: default}``, derived from ``options``
 
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "Method": ...
@@ -44,4 +47,4 @@ class Method(Protocol):
                   features: np.ndarray | None = None, **options: Any) -> "Method": ...
 
     def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
-               confidence: np.ndarray | None = None) -> Segmentation: ...
+               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation: ...

@@ -88,7 +88,7 @@ Readings chosen
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -102,11 +102,13 @@ from ..errors import InvalidInputError, SolverError
 from ..graph import Graph
 from ..landmarks import Cancel, _normalise_rows, check_cancel, read_strokes
 from ..lobpcg import SolverDiagnostics, lobpcg
-from ..partition import kmeans, match_labels
+from ..options import SEED, Option, override, pick
+from ..partition import anchored_kmeans, clamp_strokes, stroke_agreement
 from ..pencil import Pencil
 from ..result import Segmentation
 from .fastge import AMG_SHIFT
-from .graph_method import GraphMethod
+from .fastge import OPTIONS as FASTGE_OPTIONS
+from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Graphs up to this many vertices get a dense eigendecomposition of L̄ (exact, < 1 s).
 DENSE_MAX = 2500
@@ -114,16 +116,19 @@ DENSE_MAX = 2500
 #: Relative ridge added to the QP's Hessian (A may be singular for degenerate data).
 QP_RIDGE = 1e-12
 
-DEFAULTS: dict[str, Any] = {
-    "n_eigenvectors": 20,
-    "row_normalise": True,
-    "kmeans_restarts": 10,
-    "amg_theta": DEFAULT_THETA,
-    "maxiter": 300,
-    "eig_tol": 1e-3,
-    "res_tol": 1e-6,
-    "seed": 0,
-}
+#: The spectrum (m eigenvectors: n_eigenvectors and the eigensolver's settings, and the seed of
+#: its random start, which also seeds k-means) is computed once per graph: set-up options.
+#: At most 50 eigenvectors: LOBPCG keeps ~8 blocks of n × m floats (1.6 GB at 0.5 MP, m = 50).
+OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
+    Option("n_eigenvectors", int, 20, "smoothest normalized-Laplacian eigenvectors m the kernel "
+           "is built on (the paper's 20; at least k)", "setup", low=1, high=50),
+    Option("row_normalise", bool, True, "k-means on unit-length rows of FΛ^1/2 (false: the "
+           "paper's literal step 5)", "solve"),
+    *override(pick(FASTGE_OPTIONS, "amg_theta", "maxiter", "eig_tol", "res_tol"),
+              amg_theta={"stage": "setup"}, maxiter={"stage": "setup"},
+              eig_tol={"stage": "setup"}, res_tol={"stage": "setup"}),
+    replace(SEED, stage="setup", help="random seed (eigensolver start, k-means starts)"),
+)
 
 @dataclass
 class Spectrum:
@@ -217,23 +222,23 @@ class CCSKL(GraphMethod):
     description = ("CCSKL (Li & Liu 2009): eigenvalues of a spectral kernel on the m smoothest "
                    "normalized-Laplacian eigenvectors learned by a convex QP")
     constrained = True
-    defaults = DEFAULTS
+    options = OPTIONS
 
     def __init__(self, graph: Graph, **options: Any) -> None:
         super().__init__(graph, **options)
         m = self.options["n_eigenvectors"]
-        if not (isinstance(m, (int, np.integer)) and not isinstance(m, bool) and 1 <= m):
-            raise InvalidInputError(f"n_eigenvectors must be a positive integer, got {m!r}")
         if m > graph.n:
             raise InvalidInputError(f"n_eigenvectors={m} exceeds the number of vertices "
                                     f"({graph.n})")
-        if not isinstance(self.options["row_normalise"], (bool, np.bool_)):
-            raise InvalidInputError("row_normalise must be True or False")
         self.spectrum: Spectrum | None = None
 
     def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
-        """QP and k-means for the given strokes (the first call also computes the spectrum)."""
+               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
+        """QP and k-means for the given strokes (the first call also computes the spectrum).
+
+        ``solve_options`` (solve-stage options of :data:`OPTIONS`) apply to this solve only.
+        """
+        self._use_solve_options(solve_options)
         with threadpool_limits(limits=1, user_api="blas"):  # as FastGE.update: tall-skinny work
             return self._update(scribbles, cancel, confidence)
 
@@ -268,16 +273,16 @@ class CCSKL(GraphMethod):
         keep = np.flatnonzero(beta > 0)
         E = F[:, keep] * np.sqrt(beta[keep])
         U = _normalise_rows(E) if o["row_normalise"] else E
-        seeds = np.array([U[S].mean(axis=0) for S in sets])
-        codes = kmeans(U, k, seeds=seeds, restarts=o["kmeans_restarts"],
-                       rng=np.random.default_rng(o["seed"]), cancel=cancel)
-        labels = match_labels(codes, sets, label_ids, k)
+        codes, _, _ = anchored_kmeans(U, sets, rng=np.random.default_rng(o["seed"]), cancel=cancel)
+        agreement = stroke_agreement(codes, sets)
+        labels = clamp_strokes(np.asarray(label_ids, np.int32)[codes], sets, label_ids)
         timings["partition"] = time.perf_counter() - t
         diag = CCSKLDiagnostics(self.spectrum.mu, beta, float(0.5 * beta @ A @ beta + b @ beta),
                                 self.spectrum.diagnostics)
         return Segmentation(labels.reshape(g.shape), label_ids,
                             E.reshape(*g.shape, -1).astype(np.float32), beta[keep], timings,
-                            diag, self.name)
+                            diag, self.name,
+                            stroke_agreement=dict(zip(label_ids, agreement.tolist())))
 
 
 @dataclass

@@ -55,20 +55,24 @@ from scipy.cluster.vq import vq
 
 from ..errors import InvalidInputError
 from ..landmarks import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
-                         _positive_int, check_cancel, read_strokes)
-from ..partition import match_labels
+                         check_cancel, read_strokes)
+from ..options import Option, override
+from ..partition import anchored_kmeans, clamp_strokes
 from ..result import Segmentation
-from .landmark_fastge import DEFAULTS as LFG_DEFAULTS
+from .landmark_fastge import OPTIONS as LFG_OPTIONS
 from .landmark_fastge import LandmarkFastGE
 
-DEFAULTS: dict[str, Any] = {
-    **LFG_DEFAULTS,
-    "landmark_selection": "random",
-    "n_partitions": 8,
-    "projection_dim": None,
-    "projection_nnz": 2,
-    "consensus_restarts": 10,
-}
+#: Landmark FAST-GE's options for the base partitions (random landmarks: the partitions must
+#: differ), then the ensemble's. Each base partition is one landmark FAST-GE (bounded count).
+OPTIONS: tuple[Option, ...] = override(LFG_OPTIONS, landmark_selection={"default": "random"}) + (
+    Option("n_partitions", int, 8, "base partitions (landmark FAST-GE runs)", "setup",
+           low=1, high=64),
+    Option("projection_dim", int, None, "rows of the sparse random projection", "solve",
+           low=1, high=1000, none_ok=True, none_means="min(k · n_partitions, 4k)"),
+    Option("projection_nnz", int, 2, "non-zeros per column of the projection", "solve",
+           low=1, high=100),
+)
+_BASE_NAMES = frozenset(o.name for o in LFG_OPTIONS)
 
 
 def sparse_projection(d: int, D: int, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -83,41 +87,6 @@ def sparse_projection(d: int, D: int, s: int, rng: np.random.Generator) -> np.nd
     return R
 
 
-def weighted_kmeans(Y: np.ndarray, w: np.ndarray, k: int, *, seeds: np.ndarray | None,
-                    restarts: int, rng: np.random.Generator, iterations: int = 100,
-                    cancel: Cancel = None) -> tuple[np.ndarray, float]:
-    """Best (lowest ``Σ w ‖y − c‖²``) of Lloyd runs from weighted k-means++ starts and ``seeds``."""
-    starts = [] if seeds is None else [np.asarray(seeds, float)]
-    for _ in range(restarts):
-        c = np.empty((k, Y.shape[1]))
-        c[0] = Y[rng.choice(len(Y), p=w / w.sum())]
-        d2 = ((Y - c[0]) ** 2).sum(1)
-        for j in range(1, k):
-            prob = w * d2
-            tot = prob.sum()
-            c[j] = Y[rng.choice(len(Y), p=prob / tot)] if tot > 0 else Y[rng.integers(len(Y))]
-            d2 = np.minimum(d2, ((Y - c[j]) ** 2).sum(1))
-        starts.append(c)
-    best, best_obj = None, np.inf
-    for c in starts:
-        check_cancel(cancel)
-        c = c.copy()
-        codes = None
-        for _ in range(iterations):
-            new, dist = vq(Y, c, check_finite=False)
-            if codes is not None and np.array_equal(new, codes):
-                break
-            codes = new
-            mass = np.bincount(codes, weights=w, minlength=k)
-            for j in np.flatnonzero(mass > 0):
-                c[j] = (w[codes == j, None] * Y[codes == j]).sum(0) / mass[j]
-        codes, dist = vq(Y, c, check_finite=False)
-        obj = float(np.dot(w, dist ** 2))
-        if obj < best_obj:
-            best, best_obj = codes, obj
-    return best, best_obj
-
-
 class ClusterEnsemble(FeatureMethod):
     """Consensus of several landmark FAST-GE partitions by SEC with sparse random projection."""
 
@@ -126,24 +95,19 @@ class ClusterEnsemble(FeatureMethod):
                    "partitions, consensus by weighted k-means on a sparse random projection")
     constrained = True
     full_resolution = False
-    defaults = DEFAULTS
+    options = OPTIONS
 
     def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
         super().__init__(features, shape, **options)
         o = self.options
-        base = {k: v for k, v in o.items() if k in LFG_DEFAULTS and k != "seed"}
+        base = {k: v for k, v in o.items() if k in _BASE_NAMES and k != "seed"}
         self.bases = [LandmarkFastGE(features, shape, seed=self._base_seed(i), **base)
                       for i in range(o["n_partitions"])]
 
     def _validate(self) -> None:
         o = self.options
-        _positive_int("n_partitions", o["n_partitions"], 1)
-        _positive_int("projection_nnz", o["projection_nnz"], 1)
-        _positive_int("consensus_restarts", o["consensus_restarts"], 0)
-        if o["projection_dim"] is not None:
-            _positive_int("projection_dim", o["projection_dim"], 1)
-            if o["projection_dim"] < o["projection_nnz"]:
-                raise InvalidInputError("projection_dim must be ≥ projection_nnz")
+        if o["projection_dim"] is not None and o["projection_dim"] < o["projection_nnz"]:
+            raise InvalidInputError("projection_dim must be ≥ projection_nnz")
 
     def _base_seed(self, i: int) -> int:
         return int(np.random.default_rng([self.options["seed"], 2, i]).integers(2 ** 31))
@@ -157,25 +121,29 @@ class ClusterEnsemble(FeatureMethod):
         t = time.perf_counter()
         ids = np.asarray(strokes.label_ids)
         lut = np.zeros(ids.max() + 1, np.uint8)
+        # this update's solve options reach every base partition
+        base_solve = {opt.name: o[opt.name] for opt in LandmarkFastGE.options
+                      if opt.stage == "solve"}
         lut[ids] = np.arange(k)
         codes = np.empty((n, len(self.bases)), np.uint8)
         for i, m in enumerate(self.bases):
             check_cancel(cancel)
-            res = m.update(scribbles, cancel=cancel, confidence=confidence)
+            res = m.update(scribbles, cancel=cancel, confidence=confidence, **base_solve)
             codes[:, i] = lut[res.labels.ravel()]
         timings["base_partitions"] = time.perf_counter() - t
 
         t = time.perf_counter()
         labels, votes, obj, distinct = self._consensus(codes, strokes, cancel)
         timings["consensus"] = time.perf_counter() - t
-        kept = float(np.mean(np.concatenate(
-            [labels[S] == i for i, S in zip(strokes.label_ids, strokes.sets)])))
+        agreement = strokes.agreement(labels)
         b0 = self.bases[0]
-        diag = LandmarkDiagnostics(b0.code.p, b0.basis.size, b0.code.sigma, kept,
+        diag = LandmarkDiagnostics(b0.code.p, b0.basis.size, b0.code.sigma, strokes.kept(labels),
                                    {"partitions": len(self.bases), "distinct_rows": distinct,
                                     "objective": round(obj, 6)})
+        clamp_strokes(labels, strokes.sets, strokes.label_ids)
         return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            votes.reshape(*self.shape, k), np.zeros(0), timings, diag, self.name)
+                            votes.reshape(*self.shape, k), np.zeros(0), timings, diag, self.name,
+                            stroke_agreement=agreement)
 
     def _consensus(self, codes: np.ndarray, strokes: StrokeSets,
                    cancel: Cancel) -> tuple[np.ndarray, np.ndarray, float, int]:
@@ -205,13 +173,23 @@ class ClusterEnsemble(FeatureMethod):
         cols = np.arange(r)[None, :] * k + tuples                 # column of B per partition
         Y = R[:, cols].sum(axis=2).T / w[:, None]                 # R b_l / w_l, per tuple
         weights = w * counts
-        seeds = []
-        for S in strokes.sets:
-            t_idx = inverse[S]
-            seeds.append(np.average(Y[t_idx], axis=0, weights=w[t_idx]))
-        tcodes, obj = weighted_kmeans(Y, weights, k, seeds=np.array(seeds),
-                                      restarts=o["consensus_restarts"], rng=rng, cancel=cancel)
-        labels = match_labels(tcodes[inverse].astype(np.int64), strokes.sets, strokes.label_ids, k)
+        # Each tuple holding painted pixels is anchored to the label most of them carry.
+        votes_per_tuple = np.zeros((len(tuples), k))
+        for a, S in enumerate(strokes.sets):
+            np.add.at(votes_per_tuple[:, a], inverse[S], 1.0)
+        painted = np.flatnonzero(votes_per_tuple.sum(axis=1) > 0)
+        owner = np.argmax(votes_per_tuple[painted], axis=1)
+        tuple_sets = [painted[owner == a] for a in range(k)]
+        if any(T.size == 0 for T in tuple_sets):
+            raise InvalidInputError("the base partitions merge two labels' strokes everywhere: "
+                                    "the ensemble cannot tell them apart (try n_partitions "
+                                    "or method 'landmark')")
+        tcodes, _, _ = anchored_kmeans(Y, tuple_sets, weights=weights, rng=rng, cancel=cancel)
+        tcodes = tcodes.astype(np.int64)
+        _, dist = vq(Y, np.array([np.average(Y[tcodes == a], axis=0, weights=weights[tcodes == a])
+                                  for a in range(k)]), check_finite=False)
+        obj = float(np.dot(weights, dist ** 2))
+        labels = np.asarray(strokes.label_ids, np.int32)[tcodes[inverse]]
         frac = np.stack([(tuples == a).mean(axis=1) for a in range(k)], axis=1)   # tuple × k
         votes = frac.astype(np.float32)[inverse]
         return labels, votes, obj, len(tuples)

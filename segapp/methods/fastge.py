@@ -36,30 +36,41 @@ from ..constraints import Constraints, build_constraints, sparsify
 from ..errors import Cancelled, InvalidInputError, SolverError
 from ..graph import Graph
 from ..lobpcg import SolverDiagnostics, lobpcg
-from ..partition import embed, kmeans, match_labels, sweep_cut
+from ..options import SEED, Option
+from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed,
+                         stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
-from .graph_method import GRAPH_OPTIONS, GraphMethod, check_choice  # noqa: F401 (re-export)
+from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Relative diagonal shift of the matrix the AMG hierarchy is built on: small against the
 #: eigenvalues sought (so the preconditioner still inverts the smooth modes well) but enough
 #: to make the coarsest level non-singular.
 AMG_SHIFT = 1e-8
 
-DEFAULTS: dict[str, Any] = {
-    "constraint_weight": 1.0,
-    "n_vectors": None,
-    "kmeans_restarts": 10,
-    "k2_partition": "sweep",
-    "amg_theta": DEFAULT_THETA,
-    "maxiter": 300,
-    "eig_tol": 1e-3,
-    "res_tol": 1e-6,
-    "eigensolver": "segapp",
-    "on_nonconvergence": "raise",
-    "warm_start": True,
-    "seed": 0,
-}
+#: FAST-GE's options after the graph's. All are per-solve: the AMG hierarchy is rebuilt on
+#: every edit anyway (see _preconditioner). Bounds keep a solve bounded in time and memory.
+OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
+    Option("constraint_weight", float, 1.0, "multiplies the must-link / cannot-link weights "
+           "d_i d_j/(d_min d_max) of §4.7", "solve", low=1e-6, high=1e6),
+    Option("n_vectors", int, None, "eigenvectors used for k labels (k − 1 or k)", "solve",
+           low=1, high=100, none_ok=True, none_means="k − 1"),
+    Option("k2_partition", str, "sweep", "two labels: Cheeger sweep cut or k-means", "solve",
+           choices=("sweep", "kmeans")),
+    Option("amg_theta", float, DEFAULT_THETA, "strength threshold of the AMG aggregation",
+           "solve", low=0.0, high=1.0),
+    Option("maxiter", int, 300, "LOBPCG iteration cap", "solve", low=1, high=1000),
+    Option("eig_tol", float, 1e-3, "stop when the Ritz values change by less than this "
+           "(relative), twice", "solve", low=1e-12, high=0.5),
+    Option("res_tol", float, 1e-6, "stop when every relative residual is below this", "solve",
+           low=0.0, high=1.0),
+    Option("eigensolver", str, "segapp", "LOBPCG implementation (scipy: for comparison)",
+           "solve", choices=("segapp", "scipy")),
+    Option("on_nonconvergence", str, "raise", "when LOBPCG reaches maxiter: fail, or warn and "
+           "use its vectors", "solve", choices=("raise", "warn")),
+    Option("warm_start", bool, True, "start from the previous edit's eigenvectors", "solve"),
+    SEED,
+)
 
 
 class FastGE(GraphMethod):
@@ -69,16 +80,10 @@ class FastGE(GraphMethod):
     description = ("FAST-GE (Cucuringu et al. 2016): generalized eigenproblem L_G x = λ L_H x, "
                    "AMG-preconditioned LOBPCG; the default")
     constrained = True
-    #: Option names with their defaults (graph options are listed separately).
-    defaults = DEFAULTS
-    graph_options = GRAPH_OPTIONS
+    options = OPTIONS
 
     def __init__(self, graph: Graph, **options: Any) -> None:
         super().__init__(graph, **options)
-        o = self.options
-        check_choice("k2_partition", o["k2_partition"], ("sweep", "kmeans"))
-        check_choice("eigensolver", o["eigensolver"], ("segapp", "scipy"))
-        check_choice("on_nonconvergence", o["on_nonconvergence"], ("raise", "warn"))
         self.amg: AMGPreconditioner | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
@@ -103,9 +108,10 @@ class FastGE(GraphMethod):
         m = self.options["n_vectors"]
         if m is None:
             return k - 1
-        if not (isinstance(m, (int, np.integer)) and 1 <= m <= k):
-            raise InvalidInputError(f"n_vectors must be an integer between 1 and k={k}, got {m!r}")
-        return int(m)
+        if not k - 1 <= m <= k:  # fewer than k − 1 vectors cannot separate k labels
+            raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
+                                    f"labels); got {m}")
+        return m
 
     def _initial_block(self, pencil: Pencil, cons: Constraints, m: int) -> tuple[np.ndarray, bool]:
         """Previous eigenvectors when available, completed by one preconditioned source per label.
@@ -161,8 +167,12 @@ class FastGE(GraphMethod):
 
     # -- one edit --------------------------------------------------------------------------
     def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
-               confidence: np.ndarray | None = None) -> Segmentation:
-        """Segment with the given strokes, warm-starting from the previous edit's vectors."""
+               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
+        """Segment with the given strokes, warm-starting from the previous edit's vectors.
+
+        ``solve_options`` (solve-stage options of :data:`OPTIONS`) apply to this solve only.
+        """
+        self._use_solve_options(solve_options)
         # One BLAS thread: the dense work here is tall-skinny (n × m with m ≤ 10), where a
         # second OpenBLAS thread only adds synchronisation; measured at 250K px on 2 cores,
         # 2.5 s with one thread vs 5.7 s with two while another process kept a core busy
@@ -182,38 +192,52 @@ class FastGE(GraphMethod):
         timings["constraints"] = time.perf_counter() - t
 
         self._preconditioner(ml_sparse, timings, cancel)
-        self.amg.cancel = cancel
-
-        t = time.perf_counter()
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
         m = self._n_vectors(cons.k)
+        while True:
+            lam, X, diag, t_solve = self._eigenpairs(pencil, cons, m, cancel)
+            timings["eigensolver"] = timings.get("eigensolver", 0.0) + t_solve
+            _check(cancel)
+            t = time.perf_counter()
+            labels, V, agreement = partition(X, pencil, cons, k2_partition=o["k2_partition"],
+                                             seed=o["seed"], cancel=cancel)
+            timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
+            # Every label's strokes must come back as that label (issue 10). k − 1 vectors
+            # separate k stroke sets in exact arithmetic (each maps to a vertex of a simplex),
+            # but row normalisation can fold two labels onto one direction: one more vector
+            # (the k-th pair) then tells them apart.
+            if agreement.min() >= STROKE_AGREEMENT or m >= cons.k:
+                break
+            m += 1
+        clamp_strokes(labels, cons.sets, cons.label_ids)
+        return Segmentation(labels.reshape(g.shape), cons.label_ids,
+                            V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
+                            diag, self.name,
+                            stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())))
+
+    def _eigenpairs(self, pencil: Pencil, cons: Constraints, m: int,
+                    cancel: Callable[[], bool] | None) -> tuple:
+        """The m smallest pairs of the pencil (warm-started), checked; and the seconds taken."""
+        o = self.options
+        t = time.perf_counter()
         X0, warm = self._initial_block(pencil, cons, m)
+        self.amg.cancel = cancel
         try:
             lam, X, diag = self._solve(pencil, X0, m, cancel)
         finally:
             self.amg.cancel = None
         diag.warm_start = warm
         diag.preconditioner_applications = self.amg.applications
-
-        timings["eigensolver"] = time.perf_counter() - t
         if not diag.converged:
             msg = (f"the eigensolver did not converge in {diag.iterations} iterations "
                    f"(largest relative residual {np.max(diag.residuals):.1e}); "
                    "try a larger maxiter or a smaller constraint_weight")
             if o["on_nonconvergence"] == "raise":
                 raise SolverError(msg, diag)
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            warnings.warn(msg, RuntimeWarning, stacklevel=3)
         self._X = X
         self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
-
-        _check(cancel)
-        t = time.perf_counter()
-        labels, V = partition(X, pencil, cons, k2_partition=o["k2_partition"],
-                              restarts=o["kmeans_restarts"], seed=o["seed"], cancel=cancel)
-        timings["partition"] = time.perf_counter() - t
-        return Segmentation(labels.reshape(g.shape), cons.label_ids,
-                            V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
-                            diag, self.name)
+        return lam, X, diag, time.perf_counter() - t
 
 
 def _check(cancel: Callable[[], bool] | None) -> None:
@@ -227,15 +251,25 @@ def _key(S: np.ndarray) -> bytes:
 
 
 def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition: str = "sweep",
-              restarts: int = 10, seed: int = 0,
-              cancel: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Labels (user ids, flat) and the embedding vectors of eigenvectors X (§4.4, §4.6)."""
+              seed: int = 0, cancel: Callable[[], bool] | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
+
+    Embedding of Fig. 2 (§4.4); for two labels the Cheeger sweep (§4.6), otherwise k-means
+    with each cluster anchored to one label's strokes (:func:`segapp.partition.anchored_kmeans`).
+    The labels are *not* clamped to the strokes here: ``agreement[a]`` is the share of label
+    a's painted pixels that the partition itself gives to label a, which the caller checks.
+    """
     k = cons.k
     U, _, V = embed(X, pencil)
+    codes = None
     if k == 2 and k2_partition == "sweep":
-        mask = sweep_cut(V[:, 0], pencil, cons)
-        return match_labels(mask.astype(np.int64), cons.sets, cons.label_ids, 2), V
-    seeds = np.array([U[S].mean(axis=0) for S in cons.sets])
-    codes = kmeans(U, k, seeds=seeds, restarts=restarts, rng=np.random.default_rng(seed),
-                   cancel=cancel)
-    return match_labels(codes, cons.sets, cons.label_ids, k), V
+        mask = sweep_cut(V[:, 0], pencil, cons).astype(np.int64)
+        # The prefix is label 0's side if label 0's strokes are mostly in it.
+        codes = mask ^ 1 if np.mean(mask[cons.sets[0]]) >= 0.5 else mask
+        if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:
+            codes = None  # the best ratio cut does not separate the strokes: use k-means
+    if codes is None:
+        codes, _, _ = anchored_kmeans(U, cons.sets, rng=np.random.default_rng(seed), cancel=cancel)
+    agreement = stroke_agreement(codes, cons.sets)
+    return np.asarray(cons.label_ids, np.int32)[codes], V, agreement

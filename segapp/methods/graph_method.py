@@ -15,38 +15,60 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..graph import Graph, graph_from_adjacency, image_graph
+from ..graph import (DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR, Graph,
+                     graph_from_adjacency, image_graph)
+from ..options import HasOptions, Option, resolve
 
-#: Options that shape the image graph (see :func:`segapp.graph.image_graph`).
-GRAPH_OPTIONS = ("connectivity", "radius", "sigma", "sigma_scale", "color", "denoise")
+#: Options that shape the image graph (:func:`segapp.graph.image_graph`); every graph method
+#: has them. Bounds: radius ≤ 4 (48 neighbours). Larger radii cost memory (radius 100 took
+#: 1.1 GB on a 64×64 image) and, above 3, LOBPCG iterations: FAST-GE on the coffee sample
+#: (240K px) took 6.4 s / 15 iterations at 8-connectivity, 7.0 s / 9 at radius 3, 64 s / 145
+#: at 4 and 107 s / 173 at 5 (peak RSS 0.43, 0.55, 0.69, 0.99 GB). σ is in colour units
+#: (0..1): σ = 10 already makes every weight ~1, and 8-bit units (σ = 30) are refused.
+GRAPH_OPTIONS: tuple[Option, ...] = (
+    Option("connectivity", int, 8, "pixel neighbourhood of the graph (unless radius is given)",
+           "setup", choices=(4, 8)),
+    Option("radius", float, None, "join all pixels within this distance instead (2: 12 "
+           "neighbours, 3: 28, 4: 48; above 3 a solve takes several times longer)", "setup",
+           low=1.0, high=4.0, none_ok=True, none_means="use connectivity"),
+    Option("sigma", float, None, "RBF width in colour units (colours in 0..1)", "setup",
+           low=SIGMA_FLOOR, high=10.0, none_ok=True, none_means="data-driven"),
+    Option("sigma_scale", float, DEFAULT_SIGMA_SCALE, "multiplier of the data-driven sigma "
+           "(mean colour distance of neighbouring pixels)", "setup", low=0.01, high=100.0),
+    Option("color", bool, True, "graph on colour differences (false: grey values, as the paper)",
+           "setup"),
+    Option("denoise", float, DEFAULT_DENOISE, "total-variation denoising of the colours before "
+           "the graph, weight in units of the image's estimated noise (0: off)", "setup",
+           low=0.0, high=10.0),
+)
+GRAPH_OPTION_NAMES = frozenset(o.name for o in GRAPH_OPTIONS)
 
 
-def check_choice(name: str, value: Any, allowed: tuple) -> None:
-    if value not in allowed:
-        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, allowed))}; "
-                                f"got {value!r}")
-
-
-class GraphMethod:
+class GraphMethod(HasOptions):
     """Options, image graph / adjacency construction and set-up timings of a graph method.
 
-    Subclasses set ``name``, ``description``, ``constrained``, ``defaults`` and implement
-    ``update``.
+    Subclasses set ``name``, ``description``, ``constrained``, ``options`` (the
+    :class:`~segapp.options.Option` declarations, :data:`GRAPH_OPTIONS` first) and implement
+    ``update``, which starts with ``self._use_solve_options(solve_options)``
+    (:class:`~segapp.options.HasOptions`).
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     constrained: ClassVar[bool] = True
-    #: Option names with their defaults (graph options are listed separately).
-    defaults: ClassVar[dict[str, Any]] = {}
-    graph_options: ClassVar[tuple[str, ...]] = GRAPH_OPTIONS
+    options: ClassVar[tuple[Option, ...]] = GRAPH_OPTIONS
+
+    @classmethod
+    def _own_options(cls) -> tuple[Option, ...]:
+        return tuple(o for o in cls.options if o.name not in GRAPH_OPTION_NAMES)
 
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "GraphMethod":
         """Build the image graph (graph options of :func:`segapp.graph.image_graph`), then the method."""
-        graph_opts = {k: options.pop(k) for k in cls.graph_options if k in options}
+        resolve(cls.options, options, cls.name)  # every name and value checked before any work
+        graph_opts = {k: options.pop(k) for k in GRAPH_OPTION_NAMES if k in options}
         t = time.perf_counter()
-        graph = image_graph(image, **graph_opts)
+        graph = image_graph(image, **resolve(GRAPH_OPTIONS, graph_opts, cls.name))
         elapsed = time.perf_counter() - t
         method = cls(graph, **options)
         method.timings = {"graph": elapsed, **method.timings}
@@ -58,6 +80,11 @@ class GraphMethod:
         """The method on any weighted graph (``features`` are not used by graph methods)."""
         if graph is None:
             raise InvalidInputError(f"method {cls.name!r} needs a graph (adjacency matrix)")
+        shaping = sorted(GRAPH_OPTION_NAMES & set(options))
+        if shaping:
+            raise InvalidInputError(f"{', '.join(shaping)}: image-graph option(s), not used "
+                                    "when the graph is given")
+        resolve(cls._own_options(), options, cls.name)
         t = time.perf_counter()
         g = graph_from_adjacency(graph)
         elapsed = time.perf_counter() - t
@@ -67,14 +94,5 @@ class GraphMethod:
 
     def __init__(self, graph: Graph, **options: Any) -> None:
         self.graph = graph
-        unknown = sorted(set(options) - set(self.defaults))
-        if unknown:
-            raise InvalidInputError(
-                f"unknown option(s) {', '.join(unknown)} for method {self.name!r}; valid: "
-                f"{', '.join(sorted(set(self.defaults) | set(self.graph_options)))}")
-        self.options = {**self.defaults, **options}
+        self._set_options(resolve(self._own_options(), options, self.name))
         self.timings: dict[str, float] = {}
-        o = self.options
-        if "kmeans_restarts" in o and not (isinstance(o["kmeans_restarts"], (int, np.integer))
-                                           and o["kmeans_restarts"] >= 0):
-            raise InvalidInputError("kmeans_restarts must be a non-negative integer")

@@ -76,14 +76,15 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
-                         _positive_float, partition)
+from ..landmarks import (LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
+                         partition)
+from ..options import Option, pick
+from ..partition import STROKE_AGREEMENT
+from .fastge import OPTIONS as FASTGE_OPTIONS
 
-DEFAULTS: dict[str, Any] = {
-    **LANDMARK_DEFAULTS,
-    "constraint_weight": 1.0,
-    "n_vectors": None,
-}
+#: The landmark graph's options and FAST-GE's constraint weight and eigenvector count.
+OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + pick(FASTGE_OPTIONS, "constraint_weight",
+                                                      "n_vectors")
 
 #: Floor of B's eigenvalues relative to its largest (see "Solving").
 B_FLOOR = 1e-12
@@ -128,21 +129,15 @@ class LandmarkFastGE(LandmarkMethod):
     description = ("landmark FAST-GE (Liu et al. 2017 §3): FAST-GE's pencil on a sparse-coding "
                    "landmark graph, p×p eigenproblem, random-sampling k-means; for huge images")
     constrained = True
-    defaults = DEFAULTS
-
-    def _validate(self) -> None:
-        o = self.options
-        _positive_float("constraint_weight", o["constraint_weight"])
-        m = o["n_vectors"]
-        if m is not None and not (isinstance(m, (int, np.integer)) and m >= 1):
-            raise InvalidInputError(f"n_vectors must be a positive integer or None, got {m!r}")
+    options = OPTIONS
 
     def _n_vectors(self, k: int) -> int:
         m = self.options["n_vectors"]
         if m is None:
             m = k - 1
-        if m > k:
-            raise InvalidInputError(f"n_vectors must be between 1 and k={k}, got {m}")
+        if not k - 1 <= m <= k:  # fewer than k − 1 vectors cannot separate k labels
+            raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
+                                    f"labels); got {m}")
         if m > self.basis.size - 1:
             raise InvalidInputError(
                 f"{m} eigenvectors asked but the landmark basis has only {self.basis.size - 1} "
@@ -158,14 +153,20 @@ class LandmarkFastGE(LandmarkMethod):
         A, B = fastge_pencil(basis, strokes, float(o["constraint_weight"]))
         timings["constraints"] = time.perf_counter() - t
         check_cancel(cancel)
-        t = time.perf_counter()
-        lam, z = solve_pencil(A, B, basis.complement(), m, 1.0 / basis.code.n)
-        Y = basis.T @ z
-        timings["eigensolver"] = time.perf_counter() - t
-        check_cancel(cancel)
-        t = time.perf_counter()
-        rng = np.random.default_rng([o["seed"], 1])
-        labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
-                              restarts=o["kmeans_restarts"], rng=rng, cancel=cancel)
-        timings["partition"] = time.perf_counter() - t
-        return labels, X, lam, {}
+        while True:
+            t = time.perf_counter()
+            lam, z = solve_pencil(A, B, basis.complement(), m, 1.0 / basis.code.n)
+            Y = basis.T @ z
+            timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
+            check_cancel(cancel)
+            t = time.perf_counter()
+            rng = np.random.default_rng([o["seed"], 1])
+            labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
+                                  rng=rng, cancel=cancel)
+            timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
+            # As FAST-GE: one more vector when the strokes are not separated (with k − 1 = 1
+            # vector, row normalisation leaves only its sign to tell two labels apart).
+            if min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT or m >= strokes.k:
+                break
+            m += 1
+        return labels, X, lam, {"vectors": m}

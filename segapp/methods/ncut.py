@@ -18,10 +18,19 @@ import scipy.sparse as sp
 
 from ..constraints import stroke_sets
 from ..lobpcg import lobpcg
-from ..partition import embed, kmeans, match_labels
+from ..options import KMEANS_RESTARTS, Option, override, pick
+from ..partition import embed, kmeans, match_labels, stroke_agreement
 from ..pencil import Pencil
 from ..result import Segmentation
+from .fastge import OPTIONS as FASTGE_OPTIONS
 from .fastge import FastGE
+from .graph_method import GRAPH_OPTIONS
+
+#: Only what the baseline uses (no constraint or warm-start options). Its multigrid hierarchy
+#: is built once per graph (no strokes in it), so the AMG threshold is a set-up option here.
+OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + override(
+    pick(FASTGE_OPTIONS, "n_vectors", "amg_theta", "maxiter", "eig_tol", "res_tol", "seed"),
+    amg_theta={"stage": "setup"}) + (KMEANS_RESTARTS,)
 
 
 class NCut(FastGE):
@@ -31,6 +40,7 @@ class NCut(FastGE):
     description = ("unconstrained normalized-cut spectral clustering (Shi & Malik 2000); "
                    "strokes only name the clusters — the papers' baseline")
     constrained = False
+    options = OPTIONS
 
     def _update(self, scribbles: np.ndarray, cancel: Callable[[], bool] | None,
                 confidence: np.ndarray | None) -> Segmentation:
@@ -62,5 +72,9 @@ class NCut(FastGE):
         codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng)
         labels = match_labels(codes, sets, label_ids, k)
         timings["partition"] = time.perf_counter() - t
+        # Unconstrained by design: painted pixels are not set to their label, but the result
+        # says how many of them the clustering placed, and which labels it could not place.
+        agreement = stroke_agreement(np.searchsorted(label_ids, labels), sets)
         return Segmentation(labels.reshape(g.shape), label_ids,
-                            V.reshape(*g.shape, -1).astype(np.float32), lam, timings, diag, self.name)
+                            V.reshape(*g.shape, -1).astype(np.float32), lam, timings, diag,
+                            self.name, stroke_agreement=dict(zip(label_ids, agreement.tolist())))

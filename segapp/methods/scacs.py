@@ -79,13 +79,14 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import (LANDMARK_DEFAULTS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
-                         _positive_float, partition)
+from ..landmarks import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel, partition
+from ..options import Option
+from ..partition import STROKE_AGREEMENT
 
-DEFAULTS: dict[str, Any] = {
-    **LANDMARK_DEFAULTS,
-    "beta0": 0.1,
-}
+OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + (
+    Option("beta0", float, 0.1, "constraint strength β = β₀ γ_{k−1} (§5.3's constant)", "solve",
+           low=1e-3, high=0.999, none_ok=True, none_means="§5.2's rule 0.5 + 0.4 t/n"),
+)
 
 #: Regularisation of A = Ŝ − Ŝ² (its eigenvalues lie in [0, 1]).
 A_EPS = 1e-10
@@ -98,14 +99,7 @@ class SCACS(LandmarkMethod):
     description = ("SCACS (Li et al. 2015): constrained normalized cuts on a sparse-coding "
                    "landmark graph, p×p generalized eigenproblem, β = β₀ γ_{k−1}")
     constrained = True
-    defaults = DEFAULTS
-
-    def _validate(self) -> None:
-        b = self.options["beta0"]
-        if b is None:
-            return
-        if not _positive_float("beta0", b) < 1:
-            raise InvalidInputError(f"beta0 must lie in (0, 1) or be None, got {b!r}")
+    options = OPTIONS
 
     def _solve(self, strokes: StrokeSets, timings: dict[str, float],
                cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -137,7 +131,8 @@ class SCACS(LandmarkMethod):
         timings["constraints"] = time.perf_counter() - t
         check_cancel(cancel)
 
-        t = time.perf_counter()
+        t_eig = time.perf_counter()
+        timings["partition"] = 0.0
         H = basis.complement()
         a_diag = 1.0 - basis.lam
         Ah = (H.T * a_diag) @ H
@@ -154,18 +149,23 @@ class SCACS(LandmarkMethod):
         Z /= np.linalg.norm(Z, axis=0)                                 # step 8
         cost = np.einsum("ij,i,ij->j", Z, a_diag, Z)
         m = min(k - 1, pos.size)
-        sel = np.argsort(cost, kind="stable")[:m]                      # step 10
-        V = Z[:, sel]
-        VAV = (V.T * a_diag) @ V
-        Y = basis.T @ (V @ (np.eye(m) - VAV))                          # step 11 (coefficients)
-        lam = 1.0 / mu[pos][sel]
-        timings["eigensolver"] = time.perf_counter() - t
-        check_cancel(cancel)
-
-        t = time.perf_counter()
-        rng = np.random.default_rng([o["seed"], 1])
-        labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
-                              restarts=o["kmeans_restarts"], rng=rng, cancel=cancel)
-        timings["partition"] = time.perf_counter() - t
+        while True:
+            sel = np.argsort(cost, kind="stable")[:m]                  # step 10
+            V = Z[:, sel]
+            VAV = (V.T * a_diag) @ V
+            Y = basis.T @ (V @ (np.eye(m) - VAV))                      # step 11 (coefficients)
+            lam = 1.0 / mu[pos][sel]
+            check_cancel(cancel)
+            t = time.perf_counter()
+            rng = np.random.default_rng([o["seed"], 1])
+            labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
+                                  rng=rng, cancel=cancel)
+            timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
+            # One more of the feasible vectors when the strokes are not separated (issue 10).
+            if (min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT
+                    or m >= min(k, pos.size)):
+                break
+            m += 1
+        timings["eigensolver"] = time.perf_counter() - t_eig - timings["partition"]
         return labels, X, lam, {"beta": float(beta), "beta0": float(beta0),
                                 "gamma_k-1": float(g_k1)}

@@ -61,23 +61,30 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..landmarks import (CHUNK, LANDMARK_DEFAULTS, Cancel, FeatureMethod, LandmarkDiagnostics,
+from ..landmarks import (CHUNK, LANDMARK_OPTIONS, Cancel, FeatureMethod, LandmarkDiagnostics,
                          SparseCode, StrokeSets, check_cancel, partition, read_strokes,
-                         sparse_code, _positive_int)
+                         sparse_code)
+from ..options import Option, override, without
+from ..partition import clamp_strokes
 from ..result import Segmentation
 
-DEFAULTS: dict[str, Any] = {
-    **{k: v for k, v in LANDMARK_DEFAULTS.items()
-       if k not in ("landmark_selection", "landmark_sample")},
-    "n_neighbours": 5,
-}
+#: Landmarks are the stroke pixels and the coding is redone for every edit, so only the image
+#: features (spatial_weight) are set up once.
+OPTIONS: tuple[Option, ...] = override(
+    without(LANDMARK_OPTIONS, "landmark_selection", "landmark_sample"),
+    n_landmarks={"stage": "solve", "help": "at most this many stroke pixels become landmarks"},
+    n_nearest={"stage": "solve"}, sigma={"stage": "solve"}, sigma_rule={"stage": "solve"},
+    sigma_scale={"stage": "solve"}, seed={"stage": "solve"},
+) + (
+    Option("n_neighbours", int, 5, "nearest stroke landmarks a constrained point's code is "
+           "propagated to", "solve", low=1, high=50),
+)
 
 
 def choose_landmarks(strokes: StrokeSets, cap: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -226,10 +233,7 @@ class SCPC(FeatureMethod):
     description = ("SC-PC (2015): stroke pixels as landmarks, must-link components and "
                    "neighbourhood propagation injected into the landmark affinity, SVD, k-means")
     constrained = True
-    defaults = DEFAULTS
-
-    def _validate(self) -> None:
-        _positive_int("n_neighbours", self.options["n_neighbours"], 1)
+    options = OPTIONS
 
     def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
                 confidence: np.ndarray | None = None) -> Segmentation:
@@ -268,11 +272,12 @@ class SCPC(FeatureMethod):
         check_cancel(cancel)
         t = time.perf_counter()
         labels, B = partition(zhat, Y, strokes, sample=o["kmeans_sample"],
-                              restarts=o["kmeans_restarts"], rng=rng, cancel=cancel)
+                              rng=rng, cancel=cancel)
         timings["partition"] = time.perf_counter() - t
-        kept = float(np.mean(np.concatenate(
-            [labels[S] == i for i, S in zip(strokes.label_ids, strokes.sets)])))
-        diag = LandmarkDiagnostics(code.p, k, code.sigma, kept,
+        agreement = strokes.agreement(labels)
+        diag = LandmarkDiagnostics(code.p, k, code.sigma, strokes.kept(labels),
                                    {"components": k, "propagated": propagated})
+        clamp_strokes(labels, strokes.sets, strokes.label_ids)
         return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            B.reshape(*self.shape, -1), sv, timings, diag, self.name)
+                            B.reshape(*self.shape, -1), sv, timings, diag, self.name,
+                            stroke_agreement=agreement)

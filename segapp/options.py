@@ -1,0 +1,377 @@
+"""Method options, declared once: name, type, default, range, help and stage.
+
+Every method class lists its options as :class:`Option` declarations (``cls.options``;
+:func:`segapp.methods.options_of` by name). Everything else is generated from them: the
+validation of every value that reaches a method (:meth:`Option.check`), the command line's
+flags and ``--help`` (:mod:`segapp.cli`), ``segapp methods``, the desktop app's settings panel
+and the table in ``docs/options.md`` (:func:`markdown`; ``tests/test_options.py`` checks that
+the file matches).
+
+Stages
+------
+``"setup"`` options shape what a method builds once per image — the pixel graph, landmarks, a
+multigrid hierarchy or spectrum kept across edits — so changing one needs a new
+:class:`segapp.Session`. ``"solve"`` options only affect the solve of one edit and are passed to
+:meth:`segapp.Session.update`, which re-solves without rebuilding anything.
+
+Validation
+----------
+Types are strict, so a wrong value fails at once with a one-line
+:class:`~segapp.errors.InvalidInputError` naming the option, never deep in the solver: a bool is
+not an integer, a string is not a number, an integral float (``2.0``) is not an integer; floats
+must be finite. Ranges are inclusive and bound every option that drives time or memory (graph
+radius, iteration caps, restarts, landmark counts), so that no accepted value can hang the
+program; the bounds are part of the help text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
+
+import numpy as np
+
+from .errors import InvalidInputError
+
+Stage = Literal["setup", "solve"]
+STAGES: tuple[str, ...] = ("setup", "solve")
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(x: float) -> str:
+    """A bound or default as written in help texts (``1e-06``, ``0.4``, ``5000``)."""
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if abs(x) < 1e6 and float(x).is_integer():
+        return str(int(x))
+    return f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a method.
+
+    Attributes
+    ----------
+    name : str
+        Python name (``constraint_weight``); the flag is ``--constraint-weight``.
+    type : type
+        ``int``, ``float``, ``bool`` or ``str``.
+    default : Any
+        Value used when the option is not given (``None`` only if ``none_ok``).
+    help : str
+        One line for ``--help``, the settings panel, ``segapp methods`` and the docs. Ranges and
+        the meaning of None are appended by :meth:`describe`, not written here.
+    stage : {"setup", "solve"}
+        ``setup``: needs a new graph / hierarchy (a new Session); ``solve``: per edit.
+    low, high : float, optional
+        Inclusive bounds (numbers only).
+    choices : tuple, optional
+        The allowed values.
+    none_ok : bool
+        Whether None is allowed (e.g. ``sigma=None``: data-driven).
+    none_means : str
+        What None stands for, for the help text (``"data-driven"``, ``"k − 1"``).
+    """
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    stage: Stage
+    low: float | None = None
+    high: float | None = None
+    choices: tuple | None = None
+    none_ok: bool = False
+    none_means: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in (int, float, bool, str):
+            raise TypeError(f"option {self.name}: type must be int, float, bool or str")
+        if self.stage not in STAGES:
+            raise TypeError(f"option {self.name}: stage must be 'setup' or 'solve'")
+        try:
+            ok = type(self.check(self.default)) is type(self.default)
+        except InvalidInputError:
+            ok = False
+        if not ok:
+            raise TypeError(f"option {self.name}: default {self.default!r} fails its own check")
+
+    # -- names -----------------------------------------------------------------------------
+    @property
+    def flag(self) -> str:
+        """Command-line flag: ``--`` + the name with ``-`` for ``_``."""
+        return "--" + self.name.replace("_", "-")
+
+    # -- validation ------------------------------------------------------------------------
+    def expects(self) -> str:
+        """What a valid value is, as a phrase: ``an integer in [1, 5000]``."""
+        if self.type is bool:
+            what = "True or False"
+        elif self.choices is not None:
+            what = "one of " + ", ".join(map(repr, self.choices))
+        elif self.type is str:
+            what = "a string"
+        else:
+            what = "an integer" if self.type is int else "a finite number"
+            if self.low is not None and self.high is not None:
+                what += f" in [{_number(self.low)}, {_number(self.high)}]"
+            elif self.low is not None:
+                what += f" ≥ {_number(self.low)}"
+            elif self.high is not None:
+                what += f" ≤ {_number(self.high)}"
+        return what + (" or None" if self.none_ok else "")
+
+    def _fail(self, value: Any) -> InvalidInputError:
+        return InvalidInputError(f"{self.name} must be {self.expects()}; got {_short(value)}")
+
+    def check(self, value: Any) -> Any:
+        """The validated value (ints as ``int``, numbers as ``float``) or InvalidInputError.
+
+        Raises
+        ------
+        segapp.errors.InvalidInputError
+            One line naming the option, what it accepts and what it got.
+        """
+        if value is None:
+            if self.none_ok:
+                return None
+            raise self._fail(value)
+        if self.type is bool:
+            if isinstance(value, (bool, np.bool_)):
+                return bool(value)
+            raise self._fail(value)
+        if isinstance(value, (bool, np.bool_)):
+            raise self._fail(value)
+        v: Any
+        if self.type is int:
+            if not isinstance(value, (int, np.integer)):
+                raise self._fail(value)
+            v = int(value)
+        elif self.type is float:
+            if not isinstance(value, (int, float, np.integer, np.floating)):
+                raise self._fail(value)
+            v = float(value)
+            if not math.isfinite(v):
+                raise self._fail(value)
+        else:
+            if not isinstance(value, str):
+                raise self._fail(value)
+            v = value
+        if self.choices is not None and v not in self.choices:
+            raise self._fail(value)
+        if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
+            raise self._fail(value)
+        return v
+
+    def parse(self, text: str) -> Any:
+        """The value written as text (command line, settings files), then :meth:`check`-ed.
+
+        ``none`` (any case) is None where allowed; booleans are true/false, yes/no, on/off, 1/0.
+        """
+        t = str(text).strip()
+        if self.none_ok and t.lower() in ("none", "auto"):
+            return None
+        value: Any
+        try:
+            if self.type is bool:
+                if t.lower() not in _TRUE + _FALSE:
+                    raise ValueError
+                value = t.lower() in _TRUE
+            elif self.type is int:
+                value = int(t)
+            elif self.type is float:
+                value = float(t)
+            else:
+                value = t
+        except ValueError:
+            raise self._fail(t) from None
+        return self.check(value)
+
+    # -- documentation ---------------------------------------------------------------------
+    def default_text(self) -> str:
+        """The default as written on the command line (``none (k − 1)``, ``true``, ``0.4``)."""
+        if self.default is None:
+            return "none" + (f" ({self.none_means})" if self.none_means else "")
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        if isinstance(self.default, float):
+            return _number(self.default)
+        return str(self.default)
+
+    def range_text(self) -> str:
+        """Allowed values, compactly: ``1–5000``, ``sweep | kmeans``, ``true | false``."""
+        if self.type is bool:
+            text = "true | false"
+        elif self.choices is not None:
+            text = " | ".join(map(str, self.choices))
+        elif self.low is not None or self.high is not None:
+            lo = "−∞" if self.low is None else _number(self.low)
+            hi = "∞" if self.high is None else _number(self.high)
+            text = f"{lo}–{hi}"
+        else:
+            text = "any"
+        if self.none_ok:
+            text += " | none"
+        return text
+
+    def describe(self) -> str:
+        """The help line with the range and default: what ``--help`` prints."""
+        extra = f"; none: {self.none_means}" if self.none_means and self.default is not None \
+            else ""
+        return f"{self.help} [{self.range_text()}; default {self.default_text()}{extra}]"
+
+
+# -- option sets ----------------------------------------------------------------------------
+def by_name(options: Iterable[Option]) -> dict[str, Option]:
+    return {o.name: o for o in options}
+
+
+def defaults(options: Iterable[Option]) -> dict[str, Any]:
+    """``{name: default}``."""
+    return {o.name: o.default for o in options}
+
+
+def override(options: Sequence[Option], **changes: Mapping[str, Any]) -> tuple[Option, ...]:
+    """A copy of ``options`` with some fields of named options replaced.
+
+    ``override(OPTS, seed={"stage": "solve"}, landmark_selection={"default": "random"})``
+    — how a method reuses a shared set with its own defaults or stages.
+    """
+    unknown = set(changes) - {o.name for o in options}
+    if unknown:
+        raise KeyError(f"no such option(s): {', '.join(sorted(unknown))}")
+    return tuple(replace(o, **changes[o.name]) if o.name in changes else o for o in options)
+
+
+def without(options: Sequence[Option], *names: str) -> tuple[Option, ...]:
+    """``options`` minus the named ones."""
+    unknown = set(names) - {o.name for o in options}
+    if unknown:
+        raise KeyError(f"no such option(s): {', '.join(sorted(unknown))}")
+    return tuple(o for o in options if o.name not in names)
+
+
+def pick(options: Sequence[Option], *names: str) -> tuple[Option, ...]:
+    """The named options of ``options``, in the order given (to share a declaration)."""
+    known = by_name(options)
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise KeyError(f"no such option(s): {', '.join(missing)}")
+    return tuple(known[n] for n in names)
+
+
+#: Largest seed: numpy's generators take any non-negative integer; 32 bits keep it portable.
+MAX_SEED = 2**32 - 1
+
+#: Options every method has (each family declares its stage and help through :func:`override`).
+SEED = Option("seed", int, 0, "random seed (k-means starts)", "solve", low=0, high=MAX_SEED)
+KMEANS_RESTARTS = Option("kmeans_restarts", int, 10,
+                         "k-means restarts from random k-means++ starts (plus one from the strokes)",
+                         "solve", low=0, high=100)
+
+
+def _unknown(options: Sequence[Option], values: Mapping[str, Any], owner: str) -> None:
+    known = by_name(options)
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise InvalidInputError(
+            f"unknown option(s) {', '.join(unknown)} for method {owner!r}; valid: "
+            f"{', '.join(sorted(known))}")
+
+
+def resolve(options: Sequence[Option], values: Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """Every option of ``options`` with its checked value (``values`` over the defaults).
+
+    Raises
+    ------
+    segapp.errors.InvalidInputError
+        An unknown name (the message lists the valid ones) or a bad value.
+    """
+    _unknown(options, values, owner)
+    return {o.name: o.check(values[o.name]) if o.name in values else o.default for o in options}
+
+
+def split(options: Sequence[Option], values: Mapping[str, Any],
+          owner: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(setup, solve)``: the given values, checked and sorted by stage."""
+    _unknown(options, values, owner)
+    known = by_name(options)
+    setup = {k: known[k].check(v) for k, v in values.items() if known[k].stage == "setup"}
+    solve = {k: known[k].check(v) for k, v in values.items() if known[k].stage == "solve"}
+    return setup, solve
+
+
+def check_solve(options: Sequence[Option], values: Mapping[str, Any],
+                owner: str) -> dict[str, Any]:
+    """Checked solve-stage values; a set-up option here is an error (it needs a new Session)."""
+    setup, solve = split(options, values, owner)
+    if setup:
+        raise InvalidInputError(
+            f"{', '.join(sorted(setup))}: set-up option(s) of method {owner!r} (they shape "
+            "what is built once per image); create a new Session to change them")
+    return solve
+
+
+class HasOptions:
+    """Mixin of the method base classes: declared ``options``, values in effect, solve overrides.
+
+    A subclass declares ``options`` (class attribute, a tuple of :class:`Option`); ``defaults``
+    is derived from it. An instance's ``self.options`` is the *dict of values in effect*: the
+    constructor's (:meth:`_set_options`), overridden for one update by its solve options
+    (:meth:`_use_solve_options`).
+    """
+
+    name: ClassVar[str] = ""
+    options: ClassVar[tuple[Option, ...]] = ()
+    #: ``{name: default}`` of ``options`` (derived, for callers that want a dict).
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.defaults = defaults(cls.options)
+
+    def _set_options(self, given: dict[str, Any]) -> None:
+        self._given = given
+        self.options = dict(given)  # type: ignore[misc]  # the instance's values shadow the class's declarations
+
+    def _use_solve_options(self, solve_options: Mapping[str, Any]) -> None:
+        """Values for one update: the constructor's, with ``solve_options`` (checked) over them."""
+        self.options = {**self._given,  # type: ignore[misc]
+                        **check_solve(type(self).options, solve_options, self.name)}
+
+
+# -- documentation --------------------------------------------------------------------------
+def markdown(methods: Sequence[tuple[str, str, Sequence[Option]]]) -> str:
+    """The options page (``docs/options.md``) for ``(name, description, options)`` triples."""
+    out = ["# Method options", "",
+           "Generated from the declarations in the method modules (`segapp.options`); do not "
+           "edit by hand — regenerate with `segapp methods --markdown > docs/options.md` "
+           "(`tests/test_options.py` checks that this file is current).", "",
+           "*Stage*: `setup` options shape what is built once per image (graph, landmarks, "
+           "hierarchy, spectrum): pass them to `Session(image, method, **setup)`; `solve` "
+           "options are per edit: `session.update(scribbles, **solve)` re-solves without "
+           "rebuilding. On the command line every option is a flag (`--constraint-weight 2`); "
+           "`segapp segment --method NAME --help` lists a method's flags.", ""]
+    for name, description, options in methods:
+        out += [f"## `{name}`", "", description, "",
+                "| option | flag | type | default | allowed | stage | meaning |",
+                "|---|---|---|---|---|---|---|"]
+        for o in options:
+            meaning = o.help + (f" (none: {o.none_means})" if o.none_means and
+                                o.default is not None else "")
+            cells = [f"`{o.name}`", f"`{o.flag}`", o.type.__name__, o.default_text(),
+                     o.range_text(), o.stage, meaning]
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        out.append("")
+    return "\n".join(out)
