@@ -53,8 +53,13 @@ def reduce_map(values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return out
 
 
-def enlarge_result(result: Segmentation, scribbles: np.ndarray) -> Segmentation:
-    """Bring a result computed on a coarse grid back to the scribbles' full resolution."""
+def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
+                   vectors: bool = True) -> Segmentation:
+    """Bring a result computed on a coarse grid back to the scribbles' full resolution.
+
+    ``vectors=False`` drops the eigenvectors (shape ``(H, W, 0)``) instead of interpolating
+    them: a quick preview needs only the labels.
+    """
     H, W = scribbles.shape
     h, w = result.labels.shape
     if (h, w) == (H, W):
@@ -64,10 +69,13 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray) -> Segmentation:
     labels = result.labels[yi[:, None], xi[None, :]]
     painted = scribbles > 0
     labels[painted] = scribbles[painted]
-    from skimage.transform import resize
     V = result.eigenvectors
-    vectors = resize(V, (H, W, V.shape[2]), order=1, anti_aliasing=False,
-                     preserve_range=True).astype(np.float32)
+    if vectors:
+        from skimage.transform import resize
+        V = resize(V, (H, W, V.shape[2]), order=1, anti_aliasing=False,
+                   preserve_range=True).astype(np.float32)
+    else:
+        V = np.zeros((H, W, 0), np.float32)
     result.labels = labels
-    result.eigenvectors = vectors
+    result.eigenvectors = V
     return result

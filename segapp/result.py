@@ -31,6 +31,9 @@ class Segmentation:
         gave to that label, before the painted pixels were set to their label (constrained
         methods: ≥ 0.999 unless a label is genuinely ambiguous; the unconstrained baseline
         leaves them as they fall). None when the method does not report it.
+    preview : bool
+        True for the coarse result a :class:`~segapp.Session` hands to its ``preview``
+        callback before the full one (labels only: no eigenvectors).
     """
 
     labels: np.ndarray
@@ -41,6 +44,7 @@ class Segmentation:
     diagnostics: object = None
     method: str = "fastge"
     stroke_agreement: dict[int, float] | None = None
+    preview: bool = False
 
     @property
     def unplaced_labels(self) -> tuple[int, ...]:

@@ -13,11 +13,15 @@ from typing import Any, Callable
 import numpy as np
 
 from . import methods
-from .errors import InvalidInputError
+from .errors import InvalidInputError, SolverError
 from .options import check_solve, split
 from .resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
                          working_shape)
 from .result import Segmentation
+
+#: Size of the copy a preview is solved on (:meth:`Session.update`): at 60K px a FAST-GE solve
+#: takes a few tenths of a second on 2 cores.
+PREVIEW_PIXELS = 60_000
 
 
 def as_float_image(image: np.ndarray) -> np.ndarray:
@@ -103,19 +107,34 @@ class Session:
         # Methods built for very large images (landmark methods) work at full resolution.
         limit = None if getattr(cls, "full_resolution", False) else max_pixels
         self.working_shape = working_shape(self.shape, limit)
-        self._method = cls.from_image(reduce_image(self.image, self.working_shape), **setup)
+        self._method_image = reduce_image(self.image, self.working_shape)
+        self._method = cls.from_image(self._method_image, **setup)
+        self.setup_options_given = dict(setup)
+        self._preview_method: Any = None
+        self._preview_shape = self.working_shape
         self._setup_timings = dict(getattr(self._method, "timings", {}))
         self._setup_total = time.perf_counter() - t
         self.revision = 0
 
     def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
-               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
+               confidence: np.ndarray | None = None,
+               preview: Callable[[Segmentation], None] | None = None,
+               **solve_options: Any) -> Segmentation:
         """Segment with the current scribbles (0 = unlabelled, else the user's label id).
 
         ``solve_options`` override the session's solve options for this call only; nothing
         built at set-up (graph, landmarks, hierarchy kept across edits) is rebuilt. A set-up
         option here raises :class:`~segapp.errors.InvalidInputError`. The first call's timings
         include the session's set-up stages (graph, AMG set-up).
+
+        ``preview``, if given and the working image has more than ``2 ×``
+        :data:`PREVIEW_PIXELS` pixels, is first called with a coarse result: the same method
+        on a copy of about :data:`PREVIEW_PIXELS` pixels (built on the first such call and
+        kept), its labels brought to full resolution with every painted pixel keeping its
+        label, ``preview=True`` and no eigenvectors (shape ``(H, W, 0)``). It runs in the
+        caller's thread before the full solve, so a viewer can show something within a
+        fraction of a second on a 12-megapixel photo and replace it when the full result
+        comes back.
         """
         solve = {**self.solve_options,
                  **check_solve(methods.get(self.method_name).options, solve_options,
@@ -126,6 +145,11 @@ class Session:
                 f"scribbles are {s.shape[1] if s.ndim > 1 else '?'}×{s.shape[0]} but the image "
                 f"is {self.shape[1]}×{self.shape[0]}")
         t = time.perf_counter()
+        if preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS:
+            coarse = self._preview(s, cancel, solve)
+            if coarse is not None:
+                coarse.timings["total"] = time.perf_counter() - t
+                preview(coarse)
         if self.working_shape != self.shape:
             small = reduce_map(s, self.working_shape)
             conf = None if confidence is None else reduce_map(
@@ -141,6 +165,30 @@ class Session:
         result.timings["total"] = elapsed
         self.revision += 1
         return result
+
+
+    def _preview(self, s: np.ndarray, cancel: Callable[[], bool] | None,
+                 solve: dict[str, Any]) -> Segmentation | None:
+        """The coarse result of :meth:`update`'s ``preview`` (None if that solve fails)."""
+        if self._preview_method is None:
+            shape = working_shape(self.shape, PREVIEW_PIXELS)
+            self._preview_shape = shape
+            # From the working copy (already area-averaged): cheap, and as smooth.
+            small_image = reduce_image(self._method_image, shape)
+            self._preview_method = methods.get(self.method_name).from_image(
+                small_image, **self.setup_options_given)
+        try:
+            result = self._preview_method.update(reduce_map(s, self._preview_shape),
+                                                 cancel=cancel, **solve)
+        except SolverError:
+            return None   # the full solve will say what went wrong
+        result = enlarge_result(result, s, vectors=False)
+        result.preview = True
+        return result
+
+
+def _area(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape))
 
 
 def segment(image: np.ndarray, scribbles: np.ndarray, *, method: str = "fastge",

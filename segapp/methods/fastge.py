@@ -41,6 +41,7 @@ from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed
                          stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
+from ..subspace import potentials_eigenpairs
 from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Relative diagonal shift of the matrix the AMG hierarchy is built on: small against the
@@ -64,8 +65,9 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "(relative), twice", "solve", low=1e-12, high=0.5),
     Option("res_tol", float, 1e-6, "stop when every relative residual is below this", "solve",
            low=0.0, high=1.0),
-    Option("eigensolver", str, "segapp", "LOBPCG implementation (scipy: for comparison)",
-           "solve", choices=("segapp", "scipy")),
+    Option("eigensolver", str, "segapp", "segapp: our LOBPCG; scipy: scipy's LOBPCG; "
+           "potentials: CG on the strokes' potentials + Rayleigh–Ritz (for comparison)",
+           "solve", choices=("segapp", "scipy", "potentials")),
     Option("on_nonconvergence", str, "raise", "when LOBPCG reaches maxiter: fail, or warn and "
            "use its vectors", "solve", choices=("raise", "warn")),
     Option("warm_start", bool, True, "start from the previous edit's eigenvectors", "solve"),
@@ -139,6 +141,12 @@ class FastGE(GraphMethod):
         o = self.options
         if o["eigensolver"] == "scipy":
             return self._solve_scipy(pencil, X0, m)
+        if o["eigensolver"] == "potentials" and m < self._cons.k:
+            # Measured, not the default: see segapp/subspace.py and benchmarks/solvers.py.
+            lam, X, diag, _ = potentials_eigenpairs(
+                pencil, self.amg, self._cons.sets, nev=m, maxiter=o["maxiter"],
+                eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel)
+            return lam, X, diag
         lam, X, diag = lobpcg(pencil.A, pencil.B, X0, nev=m, M=self.amg, project=pencil.project,
                               maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
                               cancel=cancel)
@@ -193,6 +201,7 @@ class FastGE(GraphMethod):
 
         self._preconditioner(ml_sparse, timings, cancel)
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+        self._cons = cons
         m = self._n_vectors(cons.k)
         while True:
             lam, X, diag, t_solve = self._eigenpairs(pencil, cons, m, cancel)
