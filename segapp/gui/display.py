@@ -104,6 +104,11 @@ class Display(QObject):
         elif heat >= 0:
             self.draw_heatmap()
         seg = result.segmentation
+        lost = getattr(seg, "unplaced_labels", ())
+        if lost:  # only the unconstrained baseline: its strokes name clusters, not shape them
+            emit(self.message, f"{seg.method} could not place label"
+                 f"{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))}: it ignores the "
+                 "strokes when clustering (choose a constrained method to keep every label)")
         iters = getattr(seg.diagnostics, "iterations", None)
         emit(self.status, f"{seg.method}: {result.seconds:.2f} s"
              + (f", {iters} iterations" if iters is not None else "")
