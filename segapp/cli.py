@@ -20,6 +20,9 @@ exit  meaning
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -27,6 +30,7 @@ from typing import Any, Sequence
 
 from .errors import InvalidInputError, SegappError, SolverError
 from .options import Option
+from .io import DEFAULT_PIXEL_LIMIT
 from .resolution import DEFAULT_MAX_PIXELS
 
 EXIT_SOLVER, EXIT_INPUT, EXIT_OUTPUT = 1, 2, 3
@@ -160,6 +164,10 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     seg.add_argument("--overlay", metavar="OVERLAY.png", help="also write a colour overlay")
     seg.add_argument("--heatmaps", metavar="DIR",
                      help="also write each eigenvector as a heat map PNG into DIR")
+    seg.add_argument("--pixel-limit", dest="pixel_limit", type=int, default=DEFAULT_PIXEL_LIMIT,
+                     metavar="N",
+                     help="refuse image and scribble files of more pixels, before decoding "
+                          f"them (default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
     seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
                      help="fail instead of replacing existing output files (default: replace)")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
@@ -225,32 +233,43 @@ def _segment(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     options = method_options(args)
-    image = io.read_image(args.image)
-    scribbles = io.read_scribbles(args.scribbles, image.shape[:2])
-    # Validate every output location before the (possibly long) solve.
+    limit = None if args.pixel_limit == 0 else args.pixel_limit
+    if limit is not None and limit < 0:
+        raise InvalidInputError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {limit}")
+    # Every output location is checked before any file is read or solved for.
     outputs = [Path(args.output)] + ([Path(args.overlay)] if args.overlay else [])
-    for p in outputs:
-        _check_writable(p, args.overwrite)
-    if args.heatmaps:
-        hdir = Path(args.heatmaps)
-        if hdir.exists() and not hdir.is_dir():
-            raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
+    hdir = Path(args.heatmaps) if args.heatmaps else None
+    _check_outputs(args, outputs, hdir)
+
+    image = io.read_image(args.image, pixel_limit=limit)
+    scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit)
+    ids, counts = np.unique(scribbles[scribbles > 0], return_counts=True)
 
     result = segment(image, scribbles, method=args.method, **options)
 
-    written = [io.save_labels(args.output, result.labels.astype(np.uint8), args.overwrite)]
+    # Everything is rendered first, then written as one set (all files or none).
+    items: list[tuple[Path, Any]] = [(outputs[0], result.labels.astype(np.uint8))]
     if args.overlay:
-        ov = render.overlay(image, result.labels)
-        written.append(io.write_png_atomic(args.overlay, render.to_rgb8(ov), args.overwrite))
-    if args.heatmaps:
-        hdir.mkdir(parents=True, exist_ok=True)
+        items.append((outputs[1], render.to_rgb8(render.overlay(image, result.labels))))
+    if hdir is not None:
         V = result.eigenvectors
-        for j in range(V.shape[-1]):
-            rgb = render.to_rgb8(render.heatmap_with_colorbar(V[..., j]))
-            written.append(io.write_png_atomic(hdir / f"eigenvector_{j + 1}.png", rgb,
-                                               args.overwrite))
+        items += [(hdir / f"eigenvector_{j + 1}.png",
+                   render.to_rgb8(render.heatmap_with_colorbar(V[..., j])))
+                  for j in range(V.shape[-1])]
+    created = hdir is not None and not hdir.exists()
+    if created:
+        hdir.mkdir()
+    try:
+        written = io.write_pngs_atomic(items, args.overwrite)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                hdir.rmdir()          # only if still empty
+        raise
     if not args.quiet:
         H, W = result.labels.shape
+        print(f"read {len(ids)} labels from {args.scribbles} (ids "
+              f"{', '.join(map(str, ids.tolist()))}; {int(counts.sum())} painted pixels)")
         shares = ", ".join(f"{i}: {f:.1%}" for i, f in result.fractions().items())
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
         print(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
@@ -263,14 +282,40 @@ def _segment(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_writable(path: Path, overwrite: bool) -> None:
-    if path.is_dir():
-        raise IsADirectoryError(f"{path} is a directory")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists (drop --no-overwrite to replace it)")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: directory {parent} does not exist")
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_outputs(args: argparse.Namespace, outputs: list[Path], hdir: Path | None) -> None:
+    """Outputs must differ from the inputs and from each other and be writable (OSError, or
+    InvalidInputError for a clash: that is a mistake on the command line, not on the disk)."""
+    from . import io
+    inputs = {"IMAGE": Path(args.image), "--scribbles": Path(args.scribbles)}
+    names = {outputs[0]: "-o"}
+    if len(outputs) > 1:
+        names[outputs[1]] = "--overlay"
+    for out, flag in names.items():
+        for what, path in inputs.items():
+            if _same_file(out, path):
+                raise InvalidInputError(f"{flag} {out} is the input {what}: it would be "
+                                        "overwritten; choose another output file")
+    if len(outputs) > 1 and _same_file(outputs[0], outputs[1]):
+        raise InvalidInputError(f"-o and --overlay are the same file {outputs[0]}")
+    for p in outputs:
+        io.check_writable(p, args.overwrite)
+    if hdir is None:
+        return
+    for what, path in {**inputs, **{v: k for k, v in names.items()}}.items():
+        if _same_file(path.parent, hdir) and re.fullmatch(r"eigenvector_\d+\.png", path.name):
+            raise InvalidInputError(f"--heatmaps {hdir} would overwrite {what} {path}")
+    if hdir.exists() and not hdir.is_dir():
+        raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
+    io.check_writable(hdir / "eigenvector_1.png" if hdir.is_dir() else hdir, args.overwrite)
 
 
 def _methods(args: argparse.Namespace) -> int:
