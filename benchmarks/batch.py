@@ -14,7 +14,9 @@ Modes
     a ``spawn`` process pool of ``--workers`` processes) and ``dask`` (a ``LocalCluster`` of
     ``--workers`` single-threaded worker processes, as ``--scheduler local``). Each mode
     starts its workers and imports segapp in them first (**start** column, not counted in the
-    rate), then runs :func:`segapp.batch.run_batch` on all pairs into a fresh folder (**wall**).
+    rate), then runs :func:`segapp.batch.run_batch` on all pairs into a fresh folder (**wall**;
+    **task s** is the mean time inside one task — read, segment, write — so that
+    wall − task × images / workers is what the executor itself costs).
     Every task pins BLAS to one thread. The modes run interleaved ``--repeat`` times (the
     order rotates) and the table shows medians, so machine load hits all of them alike.
     The label maps of every mode are compared with the serial run's (**identical**).
@@ -172,7 +174,8 @@ def run_mode(mode: str, inputs: Path, out: Path, workers: int) -> dict[str, Any]
     finally:
         ex.close()
     n_ok = result.count("ok")
-    return {"mode": mode, "start": start, "wall": result.seconds, "ok": n_ok,
+    task = statistics.mean(float(r["seconds"]) for r in result.rows if r["status"] == "ok")
+    return {"mode": mode, "start": start, "wall": result.seconds, "ok": n_ok, "task": task,
             "failed": result.failed, "rate": 60 * n_ok / result.seconds, "rows": result.rows}
 
 
@@ -279,14 +282,14 @@ def photo_cost_run(root: Path, megapixels: float) -> list[dict[str, Any]]:
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, float]:
-    return {k: statistics.median(r[k] for r in runs) for k in ("start", "wall", "rate")}
+    return {k: statistics.median(r[k] for r in runs) for k in ("start", "wall", "task", "rate")}
 
 
 def format_table(runs: dict[str, list[dict[str, Any]]], identical: dict[str, bool],
                  workers: int) -> str:
     """Median start-up, wall time and images/minute per mode, and the speed-up over serial."""
-    head = (f"{'mode':<22} {'start s':>8} {'wall s':>8} {'images/min':>11} {'speed-up':>9} "
-            f"{'failed':>7} {'identical':>10}")
+    head = (f"{'mode':<22} {'start s':>8} {'wall s':>8} {'task s':>7} {'images/min':>11} "
+            f"{'speed-up':>9} {'failed':>7} {'identical':>10}")
     lines = [head, "-" * len(head)]
     base = summarise(runs["serial"])["rate"] if runs.get("serial") else None
     names = {"serial": "serial (1 process)", "pool": f"process pool ({workers})",
@@ -295,7 +298,8 @@ def format_table(runs: dict[str, list[dict[str, Any]]], identical: dict[str, boo
         s = summarise(rs)
         up = f"{s['rate'] / base:.2f}×" if base else "-"
         lines.append(f"{names[mode]:<22} {s['start']:>8.2f} {s['wall']:>8.1f} "
-                     f"{s['rate']:>11.1f} {up:>9} {max(r['failed'] for r in rs):>7} "
+                     f"{s['task']:>7.2f} {s['rate']:>11.1f} {up:>9} "
+                     f"{max(r['failed'] for r in rs):>7} "
                      f"{'yes' if identical[mode] else 'NO':>10}")
     return "\n".join(lines)
 

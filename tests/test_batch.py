@@ -161,6 +161,18 @@ def test_serial_batch_matches_segment_and_writes_reports(pairs, tmp_path):
     assert not list(out.glob(".*.tmp"))
 
 
+def test_pixel_limit_refuses_large_files_per_image(pairs, tmp_path):
+    sizes = {p.image.name: Image.open(p.image).size for p in find_pairs(pairs).pairs}
+    limit = sorted(w * h for w, h in sizes.values())[2]   # the smallest three (+ ties) pass
+    too_big = sum(w * h > limit for w, h in sizes.values())
+    assert too_big >= 1
+    assert main(["batch", str(pairs), "-o", str(tmp_path / "out"), "-j", "1", "-q",
+                 "--pixel-limit", str(limit)]) == too_big
+    for name, row in read_report(tmp_path / "out").items():
+        w, h = sizes[name]
+        assert (row["status"] == "ok") == (w * h <= limit), (name, row["error"])
+
+
 def test_working_resolution_bounds_each_task(pairs, tmp_path):
     out = tmp_path / "out"
     run_batch(find_pairs(pairs), out, options={"max_pixels": 1000}, progress=False)
@@ -272,6 +284,7 @@ def test_output_folder_must_not_hold_the_inputs(pairs):
     (["-O", "maxiter=0"], "maxiter"),
     (["--method", "scpc", "--amg-theta", "0.1"], "not an option of method 'scpc'"),
     (["--max-pixels", "3"], "--max-pixels must be 0"),
+    (["--pixel-limit", "-1"], "--pixel-limit must be"),
     (["--pattern", "x.png"], "must contain {stem}"),
 ])
 def test_command_line_errors_exit_101_in_one_line(pairs, tmp_path, capsys, args, message):

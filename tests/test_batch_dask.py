@@ -90,3 +90,28 @@ def test_killed_worker_loses_nothing(cluster, tmp_path):
         stem = str(key).split("-", 1)[1].rsplit("-", 1)[0]
         assert by_stem[stem]["status"] == "ok"
         assert by_stem[stem]["worker"].rsplit(":", 1)[1] != str(killed["pid"]), stem
+
+
+def _profiler_enabled() -> bool:
+    import dask
+    return dask.config.get("distributed.worker.profile.enabled")
+
+
+def test_local_scheduler_option_starts_its_own_cluster(tmp_path, capsys):
+    make_pairs(tmp_path / "in", 4, SCALE)
+    assert main(["batch", str(tmp_path / "in"), "-o", str(tmp_path / "out"),
+                 "--scheduler", "local", "-j", "2", "-q"]) == 0
+    assert len(list((tmp_path / "out").glob("*.png"))) == 4
+    with DaskExecutor(None, workers=2) as ex:
+        flags = ex.client.run(_profiler_enabled)
+        assert len(flags) == 2 and not any(flags.values())   # no 10 ms stack sampling
+
+
+def test_unreachable_scheduler_is_a_one_line_error(tmp_path, capsys):
+    import socket
+    with socket.socket() as s:   # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    from segapp.errors import SegappError
+    with pytest.raises(SegappError, match="cannot connect to the Dask scheduler"):
+        DaskExecutor(f"tcp://127.0.0.1:{port}", timeout=1)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..errors import SegappError
+from ..io import DEFAULT_PIXEL_LIMIT
 from .pairing import DEFAULT_PATTERNS
 
 __all__ = ["EXIT_BATCH_ERROR", "add_parser", "configure", "main", "run"]
@@ -68,6 +69,10 @@ def configure(parser: argparse.ArgumentParser, method: str) -> argparse.Argument
                         help="run on a Dask distributed scheduler (tcp://host:8786), or "
                              "'local' for a LocalCluster of --workers processes; needs "
                              "pip install 'segapp[batch]'")
+    parser.add_argument("--pixel-limit", dest="pixel_limit", type=int,
+                        default=DEFAULT_PIXEL_LIMIT, metavar="N",
+                        help="images or scribbles of more pixels fail, before decoding "
+                             f"(default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress bar and no summary")
     add_method_arguments(parser, method)
@@ -129,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
             raise SegappError(f"{what} (patterns: {', '.join(args.pattern or DEFAULT_PATTERNS)})")
         options = method_options(args)   # bad values, another method's flag: fail here
         _check_max_pixels(options)
+        if args.pixel_limit < 0:
+            raise SegappError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {args.pixel_limit}")
         n = len(pairing.pairs)
         workers = args.workers if args.workers is not None else max(1, min(usable_cpus(), n))
         if args.scheduler is not None:
@@ -144,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
         with executor:
             result = run_batch(pairing, args.output, method=args.method, options=options,
                                overlay=args.overlay, overwrite=args.overwrite,
-                               executor=executor, progress=not args.quiet)
+                               executor=executor, progress=not args.quiet,
+                               pixel_limit=args.pixel_limit or None)
     except SegappError as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:

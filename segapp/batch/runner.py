@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SegappError
+from ..io import DEFAULT_PIXEL_LIMIT
 from .executors import Executor, SerialExecutor
 from .pairing import Pairing
 from .progress import Progress
@@ -71,7 +72,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
               options: dict[str, Any] | None = None, overlay: bool = False,
               overwrite: bool = False, executor: Executor | None = None,
               progress: bool = True, on_result: Callable[[Row], None] | None = None,
-              report_every: float = 30.0) -> BatchResult:
+              report_every: float = 30.0,
+              pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> BatchResult:
     """Segment every pair of ``pairing`` into ``out_dir``; write ``report.csv``/``.json``.
 
     Parameters
@@ -96,6 +98,9 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         Called with each finished row (in completion order).
     report_every : float
         Seconds between rewrites of the report while running.
+    pixel_limit : int or None
+        Image and scribble files declaring more pixels fail (checked before decoding, so a
+        huge file cannot exhaust a worker's memory); None = no limit.
 
     Returns
     -------
@@ -121,7 +126,7 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         task = Task(image=str(pair.image.absolute()),
                     scribbles=str(pair.scribbles.absolute()), output=str(labels_path),
                     overlay=str(overlay_path) if overlay_path else None, method=method,
-                    options=dict(options or {}))
+                    options=dict(options or {}), pixel_limit=pixel_limit)
         if not overwrite and all(p.exists() for p in (labels_path, overlay_path) if p):
             result.rows.append(_skipped_row(task, previous.get(task.image)))
         else:

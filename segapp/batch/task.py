@@ -49,6 +49,8 @@ class Task:
         Segmentation method name.
     options : dict
         Method options plus ``max_pixels`` (as for :func:`segapp.segment`).
+    pixel_limit : int or None
+        Files declaring more pixels are refused before decoding (as ``segment --pixel-limit``).
     """
 
     image: str
@@ -57,6 +59,7 @@ class Task:
     overlay: str | None = None
     method: str = "fastge"
     options: dict[str, Any] = field(default_factory=dict)
+    pixel_limit: int | None = 50_000_000
 
 
 def _row(task: Task) -> dict[str, Any]:
@@ -184,8 +187,8 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     from .. import io, render
     from ..session import Session
 
-    image = io.read_image(task.image)
-    scribbles = io.read_scribbles(task.scribbles, image.shape[:2])
+    image = io.read_image(task.image, pixel_limit=task.pixel_limit)
+    scribbles = io.read_scribbles(task.scribbles, image.shape[:2], pixel_limit=task.pixel_limit)
     row["height"], row["width"] = image.shape[:2]
     options = dict(task.options)
     session = Session(image, method=task.method, **options)
