@@ -11,6 +11,12 @@ Methods
 ``fastge``, ``fastge_c4``, ``fastge_grey``
     segapp FAST-GE with default options (8-neighbour colour graph), with ``connectivity=4``,
     with ``color=False``.
+``fastge_raw``, ``fastge_tv05``, ``fastge_tv2``
+    segapp FAST-GE without its total-variation pre-filter (``denoise=0``, the graph before
+    issue 10), and with TV weight 0.5 or 2 × the noise estimate instead of 1.
+``fastge_gauss1``, ``fastge_nlm``
+    segapp FAST-GE without TV on the image pre-filtered by a 1-px Gaussian or by non-local
+    means (:data:`PREFILTERS`; the candidates measured against TV, benchmark only).
 ``fastge_r2``, ``fastge_r3``
     segapp FAST-GE on wider graphs: every pixel joined to all pixels within radius 2 (12
     neighbours) or 3 (28 neighbours), to measure how the graph's reach affects quality.
@@ -22,9 +28,10 @@ Methods
     default run): landmark FAST-GE (Liu et al. 2017 §3), its cluster ensemble (§4), SCACS
     (Li et al. 2015), CCSKL (Li & Liu 2009) and SC-PC (2015). A variant whose method this
     segapp does not register is skipped with a note (:func:`probe_segapp`).
-``rw``, ``rw_tuned``
+``rw``, ``rw_tuned``, ``rw_tuned_tv``
     :func:`skimage.segmentation.random_walker`, ``mode='cg_mg'`` (pyamg), ``beta=130`` and a
-    beta chosen on the dev set (:mod:`benchmarks.quality` ``--rw-beta`` / tuning).
+    beta chosen on the dev set (:mod:`benchmarks.quality` ``--rw-beta`` / tuning); the last on
+    the TV-filtered image segapp's default graph sees (:func:`denoised`), same beta.
 ``watershed``
     :func:`skimage.segmentation.watershed` of the Sobel gradient magnitude of the grey image
     with the strokes as markers.
@@ -70,6 +77,50 @@ def random_walker_labels(image: np.ndarray, scribbles: np.ndarray,
         warnings.simplefilter("ignore")
         out = random_walker(image, scribbles, beta=beta, mode="cg_mg", channel_axis=axis)
     return np.asarray(out, dtype=np.int32)
+
+
+def denoised(image: np.ndarray, weight: float | None = None) -> np.ndarray:
+    """The image as segapp's default graph sees it after its TV pre-filter (a fair peer input)."""
+    from segapp.graph import DEFAULT_DENOISE, denoise_features
+    x = image if image.ndim == 3 else image[:, :, None]
+    w = DEFAULT_DENOISE if weight is None else weight
+    out = np.clip(denoise_features(np.asarray(x, np.float32), w), 0, 1)
+    return out if image.ndim == 3 else out[:, :, 0]
+
+
+def gaussian_prefilter(image: np.ndarray, sigma: float = 1.0) -> np.ndarray:
+    """Gaussian smoothing of every channel (σ in pixels): the plain pre-smoothing candidate."""
+    s = (sigma, sigma, 0) if image.ndim == 3 else sigma
+    return np.clip(ndi.gaussian_filter(image, s), 0, 1).astype(np.float32)
+
+
+def nlm_prefilter(image: np.ndarray, h: float = 0.8) -> np.ndarray:
+    """Non-local means (5×5 patches, 13×13 window, ``h`` in units of the noise estimate)."""
+    from skimage.restoration import denoise_nl_means
+    from segapp.graph import noise_sigma
+    s = max(noise_sigma(image), 1e-4)
+    axis = -1 if image.ndim == 3 else None
+    return np.clip(denoise_nl_means(image, h=h * s, sigma=s, patch_size=5, patch_distance=6,
+                                    fast_mode=True, channel_axis=axis), 0, 1).astype(np.float32)
+
+
+def bilateral_prefilter(image: np.ndarray, colour: float = 2.0,
+                        spatial: float = 1.0) -> np.ndarray:
+    """Bilateral filter, colour σ in units of the noise estimate, spatial σ in pixels."""
+    from skimage.restoration import denoise_bilateral
+    from segapp.graph import noise_sigma
+    s = max(noise_sigma(image), 1e-3)
+    axis = -1 if image.ndim == 3 else None
+    return np.clip(denoise_bilateral(image, sigma_color=colour * s, sigma_spatial=spatial,
+                                     channel_axis=axis), 0, 1).astype(np.float32)
+
+
+#: Image pre-filters of the segapp variants that are not segapp options (benchmark only):
+#: a variant sees ``prefilter(image)`` instead of the image.
+PREFILTERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "fastge_gauss1": gaussian_prefilter,
+    "fastge_nlm": nlm_prefilter,
+}
 
 
 def watershed_labels(image: np.ndarray, scribbles: np.ndarray) -> np.ndarray:
@@ -123,6 +174,8 @@ class Method:
         Only run on two-label (GrabCut) images.
     session : callable, optional
         ``image -> (scribbles -> labels)``: per-image state kept across strokes.
+    prefilter : callable, optional
+        ``image -> image`` applied once per image before the method sees it.
     """
 
     name: str
@@ -130,9 +183,12 @@ class Method:
     fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
     binary_only: bool = False
     session: Callable[[np.ndarray], Labeller] | None = field(default=None, repr=False)
+    prefilter: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False)
 
     def start(self, image: np.ndarray) -> Labeller:
         """Labeller for one image (stateful when the method has a session)."""
+        if self.prefilter is not None:
+            image = self.prefilter(image)
         if self.session is not None:
             return self.session(image)
         return partial(self.fn, image)
@@ -200,6 +256,14 @@ SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
                   "segapp FAST-GE, radius-2 graph (12 neighbours)"),
     "fastge_r3": ("fastge", {"radius": 3},
                   "segapp FAST-GE, radius-3 graph (28 neighbours)"),
+    "fastge_raw": ("fastge", {"denoise": 0.0},
+                   "segapp FAST-GE without the TV pre-filter (the graph before issue 10)"),
+    "fastge_tv05": ("fastge", {"denoise": 0.5}, "segapp FAST-GE, TV weight 0.5 x noise"),
+    "fastge_tv2": ("fastge", {"denoise": 2.0}, "segapp FAST-GE, TV weight 2 x noise"),
+    "fastge_gauss1": ("fastge", {"denoise": 0.0},
+                      "segapp FAST-GE on a Gaussian-smoothed image (1 px), no TV"),
+    "fastge_nlm": ("fastge", {"denoise": 0.0},
+                   "segapp FAST-GE on a non-local-means image (h = 0.8 x noise), no TV"),
     "ncut": ("ncut", {}, "segapp unconstrained normalized cut, Hungarian-matched"),
     "landmark": ("landmark", {}, "segapp landmark FAST-GE (Liu et al. 2017 §3), default options"),
     "ensemble": ("ensemble", {},
@@ -268,7 +332,7 @@ def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | 
             sess = None
             if segapp_mode == "session":
                 sess = partial(_segapp_session, method=method, options=opts)
-            out[name] = Method(name, desc, fn, session=sess)
+            out[name] = Method(name, desc, fn, session=sess, prefilter=PREFILTERS.get(name))
         elif name == "rw":
             out[name] = Method(name, f"random_walker cg_mg, beta={RW_DEFAULT_BETA:g}",
                                partial(random_walker_labels, beta=RW_DEFAULT_BETA))
@@ -277,6 +341,12 @@ def registry(names: tuple[str, ...] | list[str] = ALL_METHODS, rw_beta: float | 
                 continue
             out[name] = Method(name, f"random_walker cg_mg, tuned beta={rw_beta:g}",
                                partial(random_walker_labels, beta=rw_beta))
+        elif name == "rw_tuned_tv":
+            if rw_beta is None:
+                continue
+            out[name] = Method(name, f"random_walker cg_mg, tuned beta={rw_beta:g}, on the "
+                               "TV-filtered image segapp's default graph sees",
+                               partial(random_walker_labels, beta=rw_beta), prefilter=denoised)
         elif name == "watershed":
             out[name] = Method(name, "watershed on the Sobel gradient, strokes as markers",
                                watershed_labels)

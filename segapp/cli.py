@@ -1,5 +1,8 @@
 """Command line: ``segapp`` (desktop app), ``segapp segment ...``, ``segapp methods``.
 
+``segapp batch`` (a folder of images) lives in :mod:`segapp.batch`, with its own exit
+statuses (the number of images that failed).
+
 Every failure the user can cause (unreadable or mismatched files, too few labels, bad options,
 an output that cannot be written, a solver that does not converge) ends with a one-line
 ``segapp: error: ...`` message on stderr and a non-zero exit status, never a traceback:
@@ -11,6 +14,7 @@ exit  meaning
 1     the solver failed (did not converge, non-finite values)
 2     bad input or option (argparse's usage errors use 2 too)
 3     an output file could not be written
+4     the desktop app cannot start Qt (the message says what is missing)
 ====  =========================================================
 """
 
@@ -96,6 +100,39 @@ def _method_from_argv(argv: Sequence[str]) -> str:
     return method
 
 
+def add_method_arguments(parser: argparse.ArgumentParser, method: str) -> None:
+    """``--method``, ``--max-pixels`` and the flags of ``method``'s options (every other
+    method's flags hidden); shared by ``segment`` and ``batch``."""
+    from .methods import REGISTRY, options_of
+    parser.add_argument("--method", "-m", default=DEFAULT_METHOD, metavar="NAME",
+                        help=f"segmentation method: {', '.join(REGISTRY)} (default "
+                             f"{DEFAULT_METHOD}; see 'segapp methods')")
+    parser.add_argument("--max-pixels", dest="max_pixels", type=int, default=None, metavar="N",
+                        help="segment larger images on a reduced copy of this many pixels and "
+                             "bring the result back to full resolution (default "
+                             f"{DEFAULT_MAX_PIXELS}; 0 = always full resolution)")
+    known = options_of(method) if method in REGISTRY else ()
+    opts = parser.add_argument_group(
+        f"options of method {method} (see 'segapp methods {method}')")
+    seen = set()
+    for option in known:
+        _add_option_flag(opts, option, hidden=False)
+        seen.add(option.name)
+    for other in REGISTRY:
+        for option in options_of(other):
+            if option.name not in seen:
+                _add_option_flag(opts, option, hidden=True)
+                seen.add(option.name)
+    if "color" in seen:   # the paper's grey-value graph, under its old name
+        opts.add_argument("--grey", dest=_DEST + "color", action="store_false",
+                          default=argparse.SUPPRESS,
+                          help="same as --no-color" if "color" in {o.name for o in known}
+                          else argparse.SUPPRESS)
+    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
+                      default=[], metavar="KEY=VALUE",
+                      help="an option by its python name (repeatable), e.g. -O seed=3")
+
+
 def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     """The ``segapp`` parser; ``segment``'s method flags are those of ``method``.
 
@@ -103,7 +140,6 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     "not an option of this method" rather than as an unknown argument.
     """
     from . import __version__
-    from .methods import REGISTRY, options_of
     parser = _Parser(
         prog="segapp",
         description="Interactive image segmentation by constrained spectral clustering "
@@ -129,13 +165,6 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     seg.add_argument("--overlay", metavar="OVERLAY.png", help="also write a colour overlay")
     seg.add_argument("--heatmaps", metavar="DIR",
                      help="also write each eigenvector as a heat map PNG into DIR")
-    seg.add_argument("--method", "-m", default=DEFAULT_METHOD, metavar="NAME",
-                     help=f"segmentation method: {', '.join(REGISTRY)} (default "
-                          f"{DEFAULT_METHOD}; see 'segapp methods')")
-    seg.add_argument("--max-pixels", dest="max_pixels", type=int, default=None, metavar="N",
-                     help="segment larger images on a reduced copy of this many pixels and "
-                          "bring the result back to full resolution (default "
-                          f"{DEFAULT_MAX_PIXELS}; 0 = always full resolution)")
     seg.add_argument("--pixel-limit", dest="pixel_limit", type=int, default=DEFAULT_PIXEL_LIMIT,
                      metavar="N",
                      help="refuse image and scribble files of more pixels, before decoding "
@@ -144,25 +173,7 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
                      help="fail instead of replacing existing output files (default: replace)")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
 
-    known = options_of(method) if method in REGISTRY else ()
-    opts = seg.add_argument_group(f"options of method {method} (see 'segapp methods {method}')")
-    seen = set()
-    for option in known:
-        _add_option_flag(opts, option, hidden=False)
-        seen.add(option.name)
-    for other in REGISTRY:
-        for option in options_of(other):
-            if option.name not in seen:
-                _add_option_flag(opts, option, hidden=True)
-                seen.add(option.name)
-    if "color" in seen:   # the paper's grey-value graph, under its old name
-        opts.add_argument("--grey", dest=_DEST + "color", action="store_false",
-                          default=argparse.SUPPRESS,
-                          help="same as --no-color" if "color" in {o.name for o in known}
-                          else argparse.SUPPRESS)
-    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
-                      default=[], metavar="KEY=VALUE",
-                      help="an option by its python name (repeatable), e.g. -O seed=3")
+    add_method_arguments(seg, method)
 
     meth = sub.add_parser("methods", help="list the methods, or one method's options",
                           description="List the segmentation methods; with NAME, the method's "
@@ -170,6 +181,8 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     meth.add_argument("name", nargs="?", metavar="NAME", help="a method")
     meth.add_argument("--markdown", action="store_true",
                       help="print the options of every method as the page docs/options.md")
+    from . import batch
+    batch.add_parser(sub, method)
     return parser
 
 
@@ -180,8 +193,9 @@ def _option_pair(text: str) -> tuple[str, str]:
     return key.strip().replace("-", "_"), value.strip()
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The method options given on the command line, checked against the method's declarations.
+def method_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The method options given on the command line (with ``max_pixels`` if given), checked
+    against the method's declarations.
 
     Raises
     ------
@@ -207,6 +221,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             raise InvalidInputError(
                 f"unknown option {name!r} for method {method!r}; valid: {', '.join(own)}")
         out[name] = own[name].parse(text)
+    if args.max_pixels is not None:
+        out["max_pixels"] = args.max_pixels or None
     return out
 
 
@@ -217,9 +233,7 @@ def _segment(args: argparse.Namespace) -> int:
     from .session import segment
 
     t0 = time.perf_counter()
-    options = _options(args)
-    if args.max_pixels is not None:
-        options["max_pixels"] = args.max_pixels or None
+    options = method_options(args)
     limit = None if args.pixel_limit == 0 else args.pixel_limit
     if limit is not None and limit < 0:
         raise InvalidInputError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {limit}")
@@ -332,9 +346,13 @@ def _methods(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``segapp`` script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "batch":  # own exit statuses: the number of failed images
+        from . import batch
+        return batch.main(argv[1:])
     if not argv or (argv[0] not in ("segment", "methods") and not argv[0].startswith("-")):
         if len(argv) > 1:
-            build_parser().error(f"unknown command {argv[0]!r} (use 'segment' or 'methods')")
+            build_parser().error(
+                f"unknown command {argv[0]!r} (use 'segment', 'batch' or 'methods')")
         path = argv[0] if argv else None
         if path is not None and not Path(path).exists():
             return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",

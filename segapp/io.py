@@ -15,7 +15,7 @@ import secrets
 import threading
 import warnings
 from pathlib import Path
-from typing import Sequence, Union
+from typing import BinaryIO, Callable, Sequence, Union
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -31,6 +31,7 @@ __all__ = [
     "read_scribbles",
     "write_png_atomic",
     "write_pngs_atomic",
+    "write_bytes_atomic",
     "check_writable",
     "save_labels",
 ]
@@ -721,7 +722,7 @@ def write_pngs_atomic(items: Sequence[tuple[PathLike, np.ndarray]],
     staged: list[Path] = []
     try:
         for p, img in zip(dests, images):
-            staged.append(_stage(p, img))
+            staged.append(_stage(p, lambda fh, img=img: img.save(fh, format="PNG")))
     except BaseException:
         _discard(staged)
         raise
@@ -767,13 +768,33 @@ def check_writable(path: PathLike, overwrite: bool = True) -> None:
         os.unlink(tmp)
 
 
-def _stage(p: Path, img: Image.Image) -> Path:
-    """Encode ``img`` into a new temporary file next to ``p``; returns its path."""
+def write_bytes_atomic(path: PathLike, data: bytes, overwrite: bool = True) -> Path:
+    """Write ``data`` so that ``path`` is either the old file or the complete new one.
+
+    Same guarantees and errors as :func:`write_png_atomic` (the app uses it for its session
+    and recovery files).
+    """
+    p = Path(path)
+    check_writable(p, overwrite)
+    tmp = _stage(p, lambda fh: fh.write(data))
+    try:
+        _publish(tmp, p, overwrite)
+    except OSError as exc:
+        _discard([tmp])
+        if isinstance(exc, FileExistsError) and not overwrite:
+            raise FileExistsError(f"cannot write {p}: file exists (overwrite not allowed)") from exc
+        raise _os_error(exc, f"cannot write {p}: {_reason(exc)}") from exc
+    _fsync_directory(p.parent)
+    return p
+
+
+def _stage(p: Path, write: Callable[[BinaryIO], object]) -> Path:
+    """``write(fh)`` into a new temporary file next to ``p``, fsync'ed; returns its path."""
     tmp: Path | None = None
     try:
         fd, tmp = _create_temp(p.parent, p.name)
         with os.fdopen(fd, "wb") as fh:
-            img.save(fh, format="PNG")
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         return tmp

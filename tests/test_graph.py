@@ -15,7 +15,8 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from segapp.errors import InvalidInputError
-from segapp.graph import MIN_WEIGHT, graph_from_adjacency, grid_offsets, image_graph, laplacian
+from segapp.graph import (MIN_WEIGHT, denoise_features, graph_from_adjacency, grid_offsets,
+                          image_features, image_graph, laplacian, noise_sigma)
 
 # Reach of each neighbourhood option, as a Euclidean radius in pixels.
 REACH = {"c4": ({"connectivity": 4}, 1.0),
@@ -29,6 +30,12 @@ def _one_blas_thread():
     dense products and eigh of these tests ~5× slower (suite 21 s instead of 4.9 s)."""
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+def raw_graph(img, **options):
+    """The RBF graph of the features exactly as given (TV pre-filter off): the formula these
+    tests check by hand; the pre-filter has its own tests below."""
+    return image_graph(img, denoise=0, **options)
 
 
 def adjacency_of(L: sp.spmatrix) -> np.ndarray:
@@ -75,7 +82,7 @@ def test_image_laplacian_identities_against_an_explicit_edge_loop(reach):
     img = rng.random((4, 5, 3)).astype(np.float32)
     options, r = REACH[reach]
     sigma = 0.35
-    g = image_graph(img, sigma=sigma, **options)
+    g = raw_graph(img, sigma=sigma, **options)
     L = g.laplacian
     n = img.shape[0] * img.shape[1]
     assert L.shape == (n, n) and g.n == n and g.shape == (4, 5)
@@ -109,7 +116,7 @@ def test_grey_3x3_weights_by_hand_4_and_8_connectivity():
                     [0.2, 0.2, 1.0],
                     [0.9, 0.0, 0.3]], np.float32)
     sigma = 0.25                                  # 2σ² = 0.125
-    g4 = image_graph(img, sigma=sigma, connectivity=4)
+    g4 = raw_graph(img, sigma=sigma, connectivity=4)
     W4 = adjacency_of(g4.laplacian)
     # A few weights worked out by hand: exp(−Δ²/0.125).
     assert W4[0, 1] == pytest.approx(0.9231163463866358, rel=1e-6)   # Δ = 0.1
@@ -124,7 +131,7 @@ def test_grey_3x3_weights_by_hand_4_and_8_connectivity():
     np.testing.assert_allclose(g4.degrees, expected4.sum(1), rtol=1e-5)
     assert g4.sigma == sigma
 
-    g8 = image_graph(img, sigma=sigma, connectivity=8)
+    g8 = raw_graph(img, sigma=sigma, connectivity=8)
     W8 = adjacency_of(g8.laplacian)
     # 4 more edges per 2×2 block: 12 + 8 = 20 edges; diagonal neighbours (0,0)–(1,1): Δ = 0.2.
     expected8 = brute_force_adjacency(img, sigma, math.sqrt(2))
@@ -136,7 +143,7 @@ def test_grey_3x3_weights_by_hand_4_and_8_connectivity():
 
 def test_weight_floor_keeps_contrasting_neighbours_connected():
     img = np.array([[0.0, 0.5], [0.5, 1.0]], np.float32)
-    g = image_graph(img, sigma=0.1, connectivity=4)     # exp(−0.25/0.02) = 3.7e-6 < w_min
+    g = raw_graph(img, sigma=0.1, connectivity=4)     # exp(−0.25/0.02) = 3.7e-6 < w_min
     W = adjacency_of(g.laplacian)
     np.testing.assert_allclose(W[0, 1], MIN_WEIGHT, rtol=1e-6)
     np.testing.assert_allclose(W[2, 3], MIN_WEIGHT, rtol=1e-6)
@@ -152,7 +159,7 @@ def test_colour_2x3_weights_by_hand():
     img[1, 1] = (0.3, 0.4, 0.2)
     img[1, 2] = (0.6, 0.8, 0.2)
     sigma = 0.5                                   # 2σ² = 0.5
-    W = adjacency_of(image_graph(img, sigma=sigma, connectivity=4).laplacian)
+    W = adjacency_of(raw_graph(img, sigma=sigma, connectivity=4).laplacian)
     assert W[0, 1] == pytest.approx(math.exp(-0.25 / 0.5), rel=1e-6)   # distance 0.5
     assert W[1, 2] == pytest.approx(1.0)                                # identical colours
     assert W[0, 3] == pytest.approx(math.exp(-0.04 / 0.5), rel=1e-6)   # distance 0.2
@@ -172,14 +179,14 @@ def test_radius_2_has_12_neighbours_and_matches_brute_force():
     img = rng.random((6, 7)).astype(np.float32)
     for reach in REACH:
         options, r = REACH[reach]
-        g = image_graph(img, sigma=0.4, **options)
+        g = raw_graph(img, sigma=0.4, **options)
         # interior pixel (3, 3): 4, 8 or 12 neighbours
         row = g.laplacian[3 * 7 + 3].toarray().ravel()
         assert np.count_nonzero(row) - 1 == {"c4": 4, "c8": 8, "r2": 12}[reach]
         np.testing.assert_allclose(adjacency_of(g.laplacian),
                                    brute_force_adjacency(img, 0.4, r), rtol=1e-5, atol=1e-9)
     # 3×3 image, radius 2: the 20 edges of 8-connectivity + 3 + 3 straight two-pixel jumps
-    g = image_graph(rng.random((3, 3)).astype(np.float32), sigma=0.4, radius=2)
+    g = raw_graph(rng.random((3, 3)).astype(np.float32), sigma=0.4, radius=2)
     assert (g.laplacian.nnz - 9) // 2 == 26
 
 
@@ -189,7 +196,7 @@ def test_tiny_and_narrow_images_match_brute_force(shape):
     img = rng.random(shape).astype(np.float32)
     for reach in REACH:
         options, r = REACH[reach]
-        g = image_graph(img, sigma=0.3, **options)
+        g = raw_graph(img, sigma=0.3, **options)
         np.testing.assert_allclose(adjacency_of(g.laplacian),
                                    brute_force_adjacency(img, 0.3, r), rtol=1e-5, atol=1e-9)
 
@@ -199,17 +206,17 @@ def test_sigma_rule_is_sigma_scale_times_mean_neighbour_distance_grey():
     # Edges of the 2×2 4-grid: |0 − 0.4| = 0.4, |0.1 − 0.1| = 0, |0 − 0.1| = 0.1,
     # |0.4 − 0.1| = 0.3: mean 0.2 (the RMS, √0.065 = 0.255, is *not* the documented rule).
     img = np.array([[0.0, 0.4], [0.1, 0.1]], np.float32)
-    assert image_graph(img, connectivity=4, sigma_scale=1.0).sigma == pytest.approx(0.2, rel=1e-6)
-    assert image_graph(img, connectivity=4).sigma == pytest.approx(0.4 * 0.2, rel=1e-6)
-    assert image_graph(img, connectivity=4, sigma_scale=2.5).sigma == pytest.approx(0.5, rel=1e-6)
+    assert raw_graph(img, connectivity=4, sigma_scale=1.0).sigma == pytest.approx(0.2, rel=1e-6)
+    assert raw_graph(img, connectivity=4).sigma == pytest.approx(0.4 * 0.2, rel=1e-6)
+    assert raw_graph(img, connectivity=4, sigma_scale=2.5).sigma == pytest.approx(0.5, rel=1e-6)
     # 8-connectivity adds the diagonals |0 − 0.1| = 0.1 and |0.4 − 0.1| = 0.3: mean 1.2 / 6.
-    assert image_graph(img, connectivity=8, sigma_scale=1.0).sigma == pytest.approx(0.2, rel=1e-6)
+    assert raw_graph(img, connectivity=8, sigma_scale=1.0).sigma == pytest.approx(0.2, rel=1e-6)
     img2 = np.array([[0.0, 0.4], [0.1, 0.5]], np.float32)
     # 4-grid: 0.4, 0.4, 0.1, 0.1 → 0.25; diagonals 0.5, 0.3 → 8-grid mean 1.8 / 6 = 0.3
-    assert image_graph(img2, connectivity=4, sigma_scale=1.0).sigma == pytest.approx(0.25, rel=1e-6)
-    assert image_graph(img2, connectivity=8, sigma_scale=1.0).sigma == pytest.approx(0.3, rel=1e-6)
+    assert raw_graph(img2, connectivity=4, sigma_scale=1.0).sigma == pytest.approx(0.25, rel=1e-6)
+    assert raw_graph(img2, connectivity=8, sigma_scale=1.0).sigma == pytest.approx(0.3, rel=1e-6)
     # The data-driven σ is the one the weights use: |0 − 0.4| with σ = 0.4 · 0.25 = 0.1
-    W = adjacency_of(image_graph(img2, connectivity=4).laplacian)
+    W = adjacency_of(raw_graph(img2, connectivity=4).laplacian)
     assert W[0, 1] == pytest.approx(max(math.exp(-0.16 / (2 * 0.1**2)), MIN_WEIGHT), rel=1e-6)
     assert W[0, 2] == pytest.approx(math.exp(-0.01 / (2 * 0.1**2)), rel=1e-5)
 
@@ -220,21 +227,21 @@ def test_sigma_rule_colour_distances_by_hand():
     img[1, 0] = (0.0, 0.0, 0.2)           # 0.2 from (0, 0, 0)
     img[1, 1] = (0.3, 0.4, 0.2)           # 0.2 from [0, 1], 0.5 from [1, 0]
     # 4-grid: (0.5 + 0.2 + 0.2 + 0.5) / 4 = 0.35
-    g = image_graph(img, connectivity=4)
+    g = raw_graph(img, connectivity=4)
     assert g.sigma == pytest.approx(0.4 * 0.35, rel=1e-6)
     W = adjacency_of(g.laplacian)
     assert W[0, 1] == pytest.approx(math.exp(-0.25 / (2 * 0.14**2)), rel=1e-5)
     # 8-grid adds two diagonals of length √0.29
     mean8 = (1.4 + 2 * math.sqrt(0.29)) / 6
-    assert image_graph(img, connectivity=8).sigma == pytest.approx(0.4 * mean8, rel=1e-6)
+    assert raw_graph(img, connectivity=8).sigma == pytest.approx(0.4 * mean8, rel=1e-6)
     # An explicit sigma overrides the rule (and sigma_scale is ignored then).
-    assert image_graph(img, sigma=0.7, sigma_scale=3.0).sigma == 0.7
+    assert raw_graph(img, sigma=0.7, sigma_scale=3.0).sigma == 0.7
 
 
 def test_flat_image_gives_the_unweighted_grid_laplacian():
     H, W = 4, 6
     for img in (np.full((H, W), 0.3, np.float32), np.full((H, W, 3), 0.8, np.float32)):
-        g = image_graph(img, connectivity=4)
+        g = raw_graph(img, connectivity=4)
         assert g.sigma == 1.0                          # documented fallback: mean distance 0
         assert np.isfinite(g.laplacian.data).all()
 
@@ -243,7 +250,7 @@ def test_flat_image_gives_the_unweighted_grid_laplacian():
                             [0, 1, -1]).toarray()
         grid = np.kron(path(H), np.eye(W)) + np.kron(np.eye(H), path(W))
         np.testing.assert_allclose(g.laplacian.toarray(), grid, atol=1e-12)
-        g8 = image_graph(img, connectivity=8)
+        g8 = raw_graph(img, connectivity=8)
         expected8 = (brute_force_adjacency(np.zeros((H, W)), 1.0, math.sqrt(2)) > 0).astype(float)
         np.testing.assert_allclose(adjacency_of(g8.laplacian), expected8, atol=1e-12)
         # corner pixel: 3 neighbours, interior: 8
@@ -257,18 +264,18 @@ def test_grey_image_equals_colour_image_with_equal_channels():
     rgb = np.repeat(grey[:, :, None], 3, axis=2)
     # With the data-driven σ the rule is scale-free: RGB distances are √3× the grey ones,
     # and so is σ, hence the weights are the same.
-    g_grey, g_rgb = image_graph(grey), image_graph(rgb)
+    g_grey, g_rgb = raw_graph(grey), raw_graph(rgb)
     assert g_rgb.sigma == pytest.approx(math.sqrt(3) * g_grey.sigma, rel=1e-5)
     np.testing.assert_allclose(g_rgb.laplacian.toarray(), g_grey.laplacian.toarray(),
                                rtol=1e-4, atol=1e-7)
     # With a fixed σ they differ by the √3: w_rgb = exp(−3Δ²/2σ²).
-    A_grey = adjacency_of(image_graph(grey, sigma=0.3).laplacian)
-    A_rgb = adjacency_of(image_graph(rgb, sigma=0.3).laplacian)
+    A_grey = adjacency_of(raw_graph(grey, sigma=0.3).laplacian)
+    A_rgb = adjacency_of(raw_graph(rgb, sigma=0.3).laplacian)
     np.testing.assert_allclose(A_rgb, brute_force_adjacency(rgb, 0.3, math.sqrt(2)), rtol=1e-5)
     assert not np.allclose(A_rgb, A_grey)
     # color=False converts equal channels back to the same grey value (luma weights sum to 1).
-    np.testing.assert_allclose(image_graph(rgb, sigma=0.3, color=False).laplacian.toarray(),
-                               image_graph(grey, sigma=0.3).laplacian.toarray(), rtol=1e-5)
+    np.testing.assert_allclose(raw_graph(rgb, sigma=0.3, color=False).laplacian.toarray(),
+                               raw_graph(grey, sigma=0.3).laplacian.toarray(), rtol=1e-5)
 
 
 def test_color_false_uses_luma_and_cannot_see_isoluminant_edges():
@@ -279,23 +286,25 @@ def test_color_false_uses_luma_and_cannot_see_isoluminant_edges():
     img[:, 3:] = (0.0, 0.2125 / 0.7154, 0.0)
     # (A fixed σ: the two lumas agree only up to float32 rounding, ~1e-8, and the data-driven
     # σ would scale that rounding noise up to a full-contrast edge.)
-    grey = image_graph(img, color=False, sigma=0.2)
+    grey = raw_graph(img, color=False, sigma=0.2)
     np.testing.assert_allclose(adjacency_of(grey.laplacian), adjacency_of(
-        image_graph(np.zeros((4, 6), np.float32), sigma=0.2).laplacian), rtol=1e-6)
-    colour = image_graph(img, color=True, sigma=0.2)
+        raw_graph(np.zeros((4, 6), np.float32), sigma=0.2).laplacian), rtol=1e-6)
+    colour = raw_graph(img, color=True, sigma=0.2)
     assert adjacency_of(colour.laplacian)[2, 3] == pytest.approx(MIN_WEIGHT)
     # On a random image the colour=False graph is the graph of skimage's rgb2gray.
     rng = np.random.default_rng(14)
     img = rng.random((5, 5, 3)).astype(np.float32)
     expected = brute_force_adjacency(rgb2gray(img.astype(np.float64)), 0.2, math.sqrt(2))
-    np.testing.assert_allclose(adjacency_of(image_graph(img, sigma=0.2, color=False).laplacian),
+    np.testing.assert_allclose(adjacency_of(raw_graph(img, sigma=0.2, color=False).laplacian),
                                expected, rtol=1e-4, atol=1e-8)
 
 
 def test_bad_graph_options_raise():
     img = np.random.default_rng(15).random((4, 4)).astype(np.float32)
     for kwargs in ({"connectivity": 6}, {"radius": 0.5}, {"radius": float("nan")},
-                   {"sigma": 0.0}, {"sigma": -1.0}, {"sigma": float("inf")}):
+                   {"sigma": 0.0}, {"sigma": -1.0}, {"sigma": float("inf")},
+                   {"denoise": -0.5}, {"denoise": float("nan")}, {"denoise": "tv"},
+                   {"denoise": True}):
         with pytest.raises(InvalidInputError):
             image_graph(img, **kwargs)
     with pytest.raises(InvalidInputError):

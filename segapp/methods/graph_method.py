@@ -15,7 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..graph import DEFAULT_SIGMA_SCALE, SIGMA_FLOOR, Graph, graph_from_adjacency, image_graph
+from ..graph import (DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR, Graph,
+                     graph_from_adjacency, image_graph)
 from ..options import HasOptions, Option, resolve
 
 #: Options that shape the image graph (:func:`segapp.graph.image_graph`); every graph method
@@ -36,6 +37,9 @@ GRAPH_OPTIONS: tuple[Option, ...] = (
            "(mean colour distance of neighbouring pixels)", "setup", low=0.01, high=100.0),
     Option("color", bool, True, "graph on colour differences (false: grey values, as the paper)",
            "setup"),
+    Option("denoise", float, DEFAULT_DENOISE, "total-variation denoising of the colours before "
+           "the graph, weight in units of the image's estimated noise (0: off)", "setup",
+           low=0.0, high=10.0),
 )
 GRAPH_OPTION_NAMES = frozenset(o.name for o in GRAPH_OPTIONS)
 
