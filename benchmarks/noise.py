@@ -309,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     # One BLAS thread, as segapp's solver uses: random_walker ran 3-4x slower with OpenBLAS's
     # default threads on the shared 2-core machine.
+    import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS: load it so that it is limited too)
     with threadpool_limits(limits=1, user_api="blas"):
         rows = sweep(args.levels, args.seeds, args.candidates,
                      betas=RW_BETAS[1:3] if args.quick else RW_BETAS,

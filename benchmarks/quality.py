@@ -407,7 +407,11 @@ def _run_dataset(args: argparse.Namespace, ds: str, data: Path, out: Path, limit
                                        first_round_only=args.quick, seed=args.seed)
             for r in recs:
                 rows.append(dict(dataset=ds, image=smp.id, method=name, **r))
-        print(f"  {name:12s} done in {time.perf_counter() - t0:7.1f} s", flush=True)
+        # A one-line summary at once: a long run that is stopped early still leaves its figures.
+        m = summarise([r for r in rows if r["method"] == name], args.max_strokes)[name]
+        print(f"  {name:12s} done in {time.perf_counter() - t0:7.1f} s: NoC@85 "
+              f"{m['noc85']:.2f}, NoC@90 {m['noc90']:.2f} ({m['noc90_never']} never), drops "
+              f"{m['drops']}/{m['edits']}", flush=True)
     summaries[ds] = summarise(rows, args.max_strokes)
     text = table(summaries[ds], args.max_strokes, args.protocol)
     desc = "\n".join(f"- `{m.name}`: {m.description}" for m in methods.values())
@@ -486,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     all_rows: list[dict] = []
     summaries: dict[str, dict] = {}
     notes: dict[str, str] = {}
+    # threadpoolctl only limits the BLAS libraries already loaded: scipy ships its own OpenBLAS,
+    # loaded by scipy.linalg (random_walker, pyamg), so load it before limiting.
+    import scipy.linalg  # noqa: F401
     with (threadpool_limits(limits=args.blas_threads, user_api="blas") if args.blas_threads > 0
           else nullcontext()):
         for ds in datasets:

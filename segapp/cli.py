@@ -14,6 +14,7 @@ exit  meaning
 1     the solver failed (did not converge, non-finite values)
 2     bad input or option (argparse's usage errors use 2 too)
 3     an output file could not be written
+4     the desktop app cannot start Qt (the message says what is missing)
 ====  =========================================================
 """
 

@@ -14,6 +14,9 @@ Never lose work:
 
 Dialogs go through the window's :meth:`ask`, :meth:`choose` and :meth:`get_path`, which tests
 replace with scripted answers.
+
+(Over 400 lines on purpose: every path by which work could be lost — open, save, close,
+export, recovery — is in this one file, to be read and reviewed together.)
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ Dialogs go through :meth:`MainWindow.ask`, :meth:`MainWindow.choose` and
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 from pathlib import Path
@@ -21,28 +20,19 @@ from typing import Any, Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
-    QFrame,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
-    QPushButton,
     QSlider,
     QSpinBox,
-    QTableWidget,
-    QTableWidgetItem,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from ..annotation import MAX_LABELS
-from . import actions, files
+from . import actions, files, help
 from .bind import bind
 from .canvas import Canvas
 from .display import Display
@@ -50,57 +40,12 @@ from .document import Document
 from .heatmap_panel import HeatmapPanel
 from .icons import app_icon, icon
 from .label_panel import LabelPanel
+from .message_bar import MessageBar, StatusWidgets
 from .settings_panel import SettingsPanel
 from .state import MAX_BRUSH, MIN_BRUSH, TOOLS, AppState
 from .worker import DEBOUNCE_MS, SegmentationWorker
 
 log = logging.getLogger(__name__)
-
-ABOUT_HTML = """<h3>segapp</h3>
-<p>Interactive image segmentation by constrained spectral clustering.</p>
-<p>Paint a few strokes in k label colours; the image is split into k regions by
-<b>FAST-GE</b>, a generalized eigenproblem <i>L<sub>G</sub>x = λL<sub>H</sub>x</i> between the
-image graph and a graph of must-link / cannot-link constraints from the strokes, solved by
-AMG-preconditioned LOBPCG.</p>
-<ul>
-<li>M. Cucuringu, I. Koutis, S. Chawla, G. Miller, R. Peng. <i>Simple and Scalable Constrained
-Clustering: A Generalized Spectral Method.</i> AISTATS 2016.</li>
-<li>J. Shi, J. Malik. <i>Normalized Cuts and Image Segmentation.</i> IEEE TPAMI 22(8), 2000
-(the unconstrained baseline, method "ncut").</li>
-<li>A. V. Knyazev. <i>Toward the Optimal Preconditioned Eigensolver: LOBPCG.</i>
-SIAM J. Sci. Comput. 23(2), 2001.</li>
-</ul>"""
-
-
-class MessageBar(QFrame):
-    """A dismissable in-window message line (errors never become dialogs or tracebacks)."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("messageBar")
-        self.setStyleSheet("#messageBar { background: #fde2e1; border: 1px solid #d55e00; "
-                           "border-radius: 3px; } QLabel { color: #5a1a00; }")
-        self.label = QLabel(self)
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        close = QToolButton(self)
-        close.setText("✕")
-        close.setAutoRaise(True)
-        close.setToolTip("Dismiss")
-        close.clicked.connect(self.hide)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 4, 4, 4)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(close)
-        self.hide()
-
-    def show_message(self, text: str) -> None:
-        self.label.setText(text)
-        self.show()
-
-    def text(self) -> str:
-        return self.label.text() if self.isVisible() else ""
-
 
 class MainWindow(QMainWindow):
     """The segapp main window.
@@ -151,11 +96,14 @@ class MainWindow(QMainWindow):
         self.display = Display(state, self.canvas, self.worker, self.document.edit, self)
         self.display.shownChanged.connect(self.segmentationShown)
         self.display.message.connect(self._on_display_message)
-        self.display.status.connect(lambda t: self.time_label.setText(t))
-        self.worker.busy.connect(self._on_busy)
+        self.status = StatusWidgets(self)
+        # the status bar's parts, by name (tests and scripts read them)
+        self.progress, self.time_label = self.status.progress, self.status.time_label
+        self.cancel_export_button = self.status.cancel_export_button
+        self.display.status.connect(self.time_label.setText)
+        self.worker.busy.connect(self.status.busy)
 
         self.actions_by_name: dict[str, QAction] = {}
-        self._build_status_bar()
         self._build_actions()
         self._build_menus_and_toolbar()
         self._bind()
@@ -170,26 +118,6 @@ class MainWindow(QMainWindow):
         dock.setWidget(widget)
         self.addDockWidget(area, dock)
         return dock
-
-    def _build_status_bar(self) -> None:
-        sb = self.statusBar()
-        self.progress = QProgressBar(self)
-        self.progress.setRange(0, 0)  # busy indicator
-        self.progress.setMaximumWidth(120)
-        self.progress.setTextVisible(False)
-        self.progress.hide()
-        self.export_progress = QProgressBar(self)
-        self.export_progress.setMaximumWidth(160)
-        self.export_progress.setFormat("export %v/%m")
-        self.export_progress.hide()
-        self.cancel_export_button = QPushButton("Cancel export", self)
-        self.cancel_export_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.cancel_export_button.hide()
-        self.time_label = QLabel("", self)
-        self.zoom_label = QLabel("", self)
-        for w in (self.export_progress, self.cancel_export_button, self.progress,
-                  self.time_label, self.zoom_label):
-            sb.addPermanentWidget(w)
 
     def _slots(self) -> dict[str, Callable[..., Any]]:
         doc, s = self.document, self.state
@@ -323,14 +251,15 @@ class MainWindow(QMainWindow):
         s.events.method.connect(lambda _m: self.document.settings_changed())
         s.events.options.connect(lambda _o: self.document.settings_changed())
         self.settings_panel.load_method()
-        self.canvas.zoomChanged.connect(lambda z: self.zoom_label.setText(f"{z:.0%}"))
+        self.canvas.zoomChanged.connect(lambda z: self.status.zoom_label.setText(f"{z:.0%}"))
         s.events.image_changed.connect(self._on_image)
         s.events.image_path.connect(lambda _p: self._update_title())
         doc = self.document
         doc.dirtyChanged.connect(self._update_title)
-        doc.exporter.progress.connect(self._on_export_progress)
-        doc.exporter.finished.connect(lambda _r: (self.export_progress.hide(),
-                                                  self.cancel_export_button.hide()))
+        doc.exporter.progress.connect(self.status.export_progress)
+        doc.exporter.progress.connect(
+            lambda _d, _t, what: what and self.show_info(f"Exporting {what}…"))
+        doc.exporter.finished.connect(lambda _r: self.status.export_done())
         self.cancel_export_button.clicked.connect(doc.exporter.cancel)
 
     def _brush_tip(self, screen: bool) -> None:
@@ -419,19 +348,6 @@ class MainWindow(QMainWindow):
         else:
             self.show_info(text)
 
-    def _on_busy(self, busy: bool) -> None:
-        self.progress.setVisible(busy)
-        if busy:
-            self.time_label.setText("segmenting…")
-
-    def _on_export_progress(self, done: int, total: int, what: str) -> None:
-        self.export_progress.setRange(0, max(total, 1))
-        self.export_progress.setValue(done)
-        self.export_progress.setVisible(True)
-        self.cancel_export_button.setVisible(bool(what))
-        if what:
-            self.show_info(f"Exporting {what}…")
-
     # ==========================================================================================
     # opening, editing (thin delegations kept for scripts and tests)
     # ==========================================================================================
@@ -493,29 +409,8 @@ class MainWindow(QMainWindow):
         return rows + list(actions.GESTURES)
 
     def show_shortcuts(self) -> None:
-        dlg = QDialog(self)
-        dlg.setWindowTitle("Keyboard shortcuts")
-        rows = self.shortcut_table()
-        table = QTableWidget(len(rows), 2, dlg)
-        table.setHorizontalHeaderLabels(["Action", "Shortcut"])
-        for r, (name, keys) in enumerate(rows):
-            table.setItem(r, 0, QTableWidgetItem(name))
-            table.setItem(r, 1, QTableWidgetItem(keys))
-        table.resizeColumnsToContents()
-        table.horizontalHeader().setStretchLastSection(True)
-        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dlg)
-        box.rejected.connect(dlg.reject)
-        lay = QVBoxLayout(dlg)
-        lay.addWidget(table)
-        lay.addWidget(box)
-        dlg.resize(460, 560)
-        self.shortcuts_dialog = dlg
-        dlg.open()
+        self.shortcuts_dialog = help.shortcuts_dialog(self, self.shortcut_table())
+        self.shortcuts_dialog.open()
 
     def show_about(self) -> None:
-        import segapp
-
-        QMessageBox.about(self, "About segapp",
-                          ABOUT_HTML.replace("<h3>segapp</h3>",
-                                             f"<h3>segapp {html.escape(segapp.__version__)}</h3>"))
+        help.about(self)

@@ -344,7 +344,7 @@ sys.exit(app.run({str(image_path)!r}))
 
 
 def test_boundaries_view_opacity_slider_and_about_text(qtbot, window):
-    from segapp.gui.main_window import ABOUT_HTML
+    from segapp.gui.help import ABOUT_HTML
     from segapp.gui.qimage import qimage_to_rgb
 
     win = window
