@@ -718,7 +718,7 @@ def write_pngs_atomic(items: Sequence[tuple[PathLike, np.ndarray]],
                                 + ", ".join(str(d) for d in dests))
     images = [_to_pil(a) for _, a in items]  # validate everything before touching the disk
     for p in dests:
-        check_writable(p, overwrite)
+        _check_destination(p, overwrite)   # staging below is the real test of the directory
     staged: list[Path] = []
     try:
         for p, img in zip(dests, images):
@@ -752,6 +752,17 @@ def check_writable(path: PathLike, overwrite: bool = True) -> None:
     nor exist when ``overwrite`` is False.
     """
     p = Path(path)
+    _check_destination(p, overwrite)
+    try:
+        fd, tmp = _create_temp(p.parent, p.name)
+    except OSError as exc:
+        raise _os_error(exc, f"cannot write {p}: {_reason(exc)}") from exc
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def _check_destination(p: Path, overwrite: bool) -> None:
     directory = p.parent
     if not directory.is_dir():
         raise FileNotFoundError(f"cannot write {p}: directory {directory} does not exist")
@@ -759,13 +770,6 @@ def check_writable(path: PathLike, overwrite: bool = True) -> None:
         raise IsADirectoryError(f"cannot write {p}: it is a directory")
     if not overwrite and p.exists():
         raise FileExistsError(f"cannot write {p}: file exists (overwrite not allowed)")
-    try:
-        fd, tmp = _create_temp(directory, p.name)
-    except OSError as exc:
-        raise _os_error(exc, f"cannot write {p}: {_reason(exc)}") from exc
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)
 
 
 def write_bytes_atomic(path: PathLike, data: bytes, overwrite: bool = True) -> Path:
