@@ -62,7 +62,7 @@ needs; the σ rule then runs on the filtered features. Correct pixels on the thr
 (mean of 3 trials; ``python benchmarks/noise.py``):
 
 =====================  =====  ======  ======  ======  ======
-candidate              0      13/255  25/255  35/255  38/255
+σ_n (per channel)      0      0.05    25/255  35/255  0.15
 =====================  =====  ======  ======  ======  ======
 none (before)          1.000  1.000   0.523   0.462   0.456
 Gaussian 0.7 px        0.986  0.991   0.878   0.621   0.591
