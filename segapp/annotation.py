@@ -274,13 +274,16 @@ class AnnotationModel:
         self.labels_changed.emit(0)
 
     # -- strokes ---------------------------------------------------------------------------
-    def begin_stroke(self, label: int, radius: float) -> None:
-        """Start a stroke of ``label`` (0 = eraser) with a round brush of ``radius`` pixels."""
+    def begin_stroke(self, label: int, radius: float, unlabelled_only: bool = False) -> None:
+        """Start a stroke of ``label`` (0 = eraser) with a round brush of ``radius`` pixels.
+
+        With ``unlabelled_only`` the stroke changes only pixels that carry no label yet.
+        """
         if not 0 <= int(label) <= MAX_LABELS:
             raise ValueError(f"label must be 0..{MAX_LABELS}, got {label}")
         if self._stroke is not None:
             self.end_stroke()
-        self._stroke = _StrokeInProgress(int(label), float(radius))
+        self._stroke = _StrokeInProgress(int(label), float(radius), bool(unlabelled_only))
 
     @property
     def stroking(self) -> bool:
@@ -307,6 +310,8 @@ class AnnotationModel:
                 continue
             view = self.scribbles[box.slices]
             change = mask & (view != s.label)
+            if s.unlabelled_only:
+                change &= view == 0
             if not change.any():
                 continue
             # Keep the values this segment overwrites; replaying them backwards undoes the stroke.
@@ -336,9 +341,9 @@ class AnnotationModel:
         return record
 
     def apply_stroke(self, points: Sequence[tuple[float, float]], label: int,
-                     radius: float) -> EditRecord | None:
+                     radius: float, unlabelled_only: bool = False) -> EditRecord | None:
         """Paint a whole stroke at once (``begin``/``extend``/``end``)."""
-        self.begin_stroke(label, radius)
+        self.begin_stroke(label, radius, unlabelled_only)
         self.extend_stroke(points)
         return self.end_stroke()
 
@@ -352,6 +357,20 @@ class AnnotationModel:
     def clear_all(self) -> EditRecord | None:
         """Erase every stroke; return the undo record (None if there were none)."""
         return self._replace(np.zeros_like(self.scribbles), "clear all")
+
+    def fill(self, mask: np.ndarray, label: int, unlabelled_only: bool = False,
+             text: str | None = None) -> EditRecord | None:
+        """Give every pixel of ``mask`` (H, W bool) the label ``label``; return the record.
+
+        With ``unlabelled_only`` pixels that already carry a label keep it.
+        """
+        if not 0 <= int(label) <= MAX_LABELS:
+            raise ValueError(f"label must be 0..{MAX_LABELS}, got {label}")
+        m = np.asarray(mask, bool)
+        if unlabelled_only:
+            m = m & (self.scribbles == 0)
+        name = self.labels[label].name if label in self.labels else "erase"
+        return self._replace(np.where(m, np.int32(label), self.scribbles), text or f"fill ({name})")
 
     def set_scribbles(self, scribbles: np.ndarray, text: str = "load strokes") -> EditRecord | None:
         """Replace the scribbles (e.g. loaded from a file); return the undo record."""
@@ -385,6 +404,7 @@ class AnnotationModel:
 class _StrokeInProgress:
     label: int
     radius: float
+    unlabelled_only: bool = False
     last: tuple[float, float] | None = None
     bbox: BBox | None = None
     pieces: list[tuple[BBox, np.ndarray]] = field(default_factory=list)

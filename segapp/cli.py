@@ -1,5 +1,8 @@
 """Command line: ``segapp`` (desktop app), ``segapp segment ...``, ``segapp methods``.
 
+``segapp batch`` (a folder of images) lives in :mod:`segapp.batch`, with its own exit
+statuses (the number of images that failed).
+
 Every failure the user can cause (unreadable or mismatched files, too few labels, bad options,
 an output that cannot be written, a solver that does not converge) ends with a one-line
 ``segapp: error: ...`` message on stderr and a non-zero exit status, never a traceback:
@@ -11,12 +14,16 @@ exit  meaning
 1     the solver failed (did not converge, non-finite values)
 2     bad input or option (argparse's usage errors use 2 too)
 3     an output file could not be written
+4     the desktop app cannot start Qt (the message says what is missing)
 ====  =========================================================
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -24,6 +31,7 @@ from typing import Any, Sequence
 
 from .errors import InvalidInputError, SegappError, SolverError
 from .options import Option
+from .io import DEFAULT_PIXEL_LIMIT
 from .resolution import DEFAULT_MAX_PIXELS
 
 EXIT_SOLVER, EXIT_INPUT, EXIT_OUTPUT = 1, 2, 3
@@ -92,6 +100,39 @@ def _method_from_argv(argv: Sequence[str]) -> str:
     return method
 
 
+def add_method_arguments(parser: argparse.ArgumentParser, method: str) -> None:
+    """``--method``, ``--max-pixels`` and the flags of ``method``'s options (every other
+    method's flags hidden); shared by ``segment`` and ``batch``."""
+    from .methods import REGISTRY, options_of
+    parser.add_argument("--method", "-m", default=DEFAULT_METHOD, metavar="NAME",
+                        help=f"segmentation method: {', '.join(REGISTRY)} (default "
+                             f"{DEFAULT_METHOD}; see 'segapp methods')")
+    parser.add_argument("--max-pixels", dest="max_pixels", type=int, default=None, metavar="N",
+                        help="segment larger images on a reduced copy of this many pixels and "
+                             "bring the result back to full resolution (default "
+                             f"{DEFAULT_MAX_PIXELS}; 0 = always full resolution)")
+    known = options_of(method) if method in REGISTRY else ()
+    opts = parser.add_argument_group(
+        f"options of method {method} (see 'segapp methods {method}')")
+    seen = set()
+    for option in known:
+        _add_option_flag(opts, option, hidden=False)
+        seen.add(option.name)
+    for other in REGISTRY:
+        for option in options_of(other):
+            if option.name not in seen:
+                _add_option_flag(opts, option, hidden=True)
+                seen.add(option.name)
+    if "color" in seen:   # the paper's grey-value graph, under its old name
+        opts.add_argument("--grey", dest=_DEST + "color", action="store_false",
+                          default=argparse.SUPPRESS,
+                          help="same as --no-color" if "color" in {o.name for o in known}
+                          else argparse.SUPPRESS)
+    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
+                      default=[], metavar="KEY=VALUE",
+                      help="an option by its python name (repeatable), e.g. -O seed=3")
+
+
 def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     """The ``segapp`` parser; ``segment``'s method flags are those of ``method``.
 
@@ -99,7 +140,6 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     "not an option of this method" rather than as an unknown argument.
     """
     from . import __version__
-    from .methods import REGISTRY, options_of
     parser = _Parser(
         prog="segapp",
         description="Interactive image segmentation by constrained spectral clustering "
@@ -125,36 +165,15 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     seg.add_argument("--overlay", metavar="OVERLAY.png", help="also write a colour overlay")
     seg.add_argument("--heatmaps", metavar="DIR",
                      help="also write each eigenvector as a heat map PNG into DIR")
-    seg.add_argument("--method", "-m", default=DEFAULT_METHOD, metavar="NAME",
-                     help=f"segmentation method: {', '.join(REGISTRY)} (default "
-                          f"{DEFAULT_METHOD}; see 'segapp methods')")
-    seg.add_argument("--max-pixels", dest="max_pixels", type=int, default=None, metavar="N",
-                     help="segment larger images on a reduced copy of this many pixels and "
-                          "bring the result back to full resolution (default "
-                          f"{DEFAULT_MAX_PIXELS}; 0 = always full resolution)")
+    seg.add_argument("--pixel-limit", dest="pixel_limit", type=int, default=DEFAULT_PIXEL_LIMIT,
+                     metavar="N",
+                     help="refuse image and scribble files of more pixels, before decoding "
+                          f"them (default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
     seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
                      help="fail instead of replacing existing output files (default: replace)")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
 
-    known = options_of(method) if method in REGISTRY else ()
-    opts = seg.add_argument_group(f"options of method {method} (see 'segapp methods {method}')")
-    seen = set()
-    for option in known:
-        _add_option_flag(opts, option, hidden=False)
-        seen.add(option.name)
-    for other in REGISTRY:
-        for option in options_of(other):
-            if option.name not in seen:
-                _add_option_flag(opts, option, hidden=True)
-                seen.add(option.name)
-    if "color" in seen:   # the paper's grey-value graph, under its old name
-        opts.add_argument("--grey", dest=_DEST + "color", action="store_false",
-                          default=argparse.SUPPRESS,
-                          help="same as --no-color" if "color" in {o.name for o in known}
-                          else argparse.SUPPRESS)
-    opts.add_argument("-O", "--option", dest="extra", action="append", type=_option_pair,
-                      default=[], metavar="KEY=VALUE",
-                      help="an option by its python name (repeatable), e.g. -O seed=3")
+    add_method_arguments(seg, method)
 
     meth = sub.add_parser("methods", help="list the methods, or one method's options",
                           description="List the segmentation methods; with NAME, the method's "
@@ -162,6 +181,8 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     meth.add_argument("name", nargs="?", metavar="NAME", help="a method")
     meth.add_argument("--markdown", action="store_true",
                       help="print the options of every method as the page docs/options.md")
+    from . import batch
+    batch.add_parser(sub, method)
     return parser
 
 
@@ -172,8 +193,9 @@ def _option_pair(text: str) -> tuple[str, str]:
     return key.strip().replace("-", "_"), value.strip()
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The method options given on the command line, checked against the method's declarations.
+def method_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The method options given on the command line (with ``max_pixels`` if given), checked
+    against the method's declarations.
 
     Raises
     ------
@@ -199,6 +221,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
             raise InvalidInputError(
                 f"unknown option {name!r} for method {method!r}; valid: {', '.join(own)}")
         out[name] = own[name].parse(text)
+    if args.max_pixels is not None:
+        out["max_pixels"] = args.max_pixels or None
     return out
 
 
@@ -209,35 +233,44 @@ def _segment(args: argparse.Namespace) -> int:
     from .session import segment
 
     t0 = time.perf_counter()
-    options = _options(args)
-    if args.max_pixels is not None:
-        options["max_pixels"] = args.max_pixels or None
-    image = io.read_image(args.image)
-    scribbles = io.read_scribbles(args.scribbles, image.shape[:2])
-    # Validate every output location before the (possibly long) solve.
+    options = method_options(args)
+    limit = None if args.pixel_limit == 0 else args.pixel_limit
+    if limit is not None and limit < 0:
+        raise InvalidInputError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {limit}")
+    # Every output location is checked before any file is read or solved for.
     outputs = [Path(args.output)] + ([Path(args.overlay)] if args.overlay else [])
-    for p in outputs:
-        _check_writable(p, args.overwrite)
-    if args.heatmaps:
-        hdir = Path(args.heatmaps)
-        if hdir.exists() and not hdir.is_dir():
-            raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
+    hdir = Path(args.heatmaps) if args.heatmaps else None
+    _check_outputs(args, outputs, hdir)
+
+    image = io.read_image(args.image, pixel_limit=limit)
+    scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit)
+    ids, counts = np.unique(scribbles[scribbles > 0], return_counts=True)
 
     result = segment(image, scribbles, method=args.method, **options)
 
-    written = [io.save_labels(args.output, result.labels.astype(np.uint8), args.overwrite)]
+    # Everything is rendered first, then written as one set (all files or none).
+    items: list[tuple[Path, Any]] = [(outputs[0], result.labels.astype(np.uint8))]
     if args.overlay:
-        ov = render.overlay(image, result.labels)
-        written.append(io.write_png_atomic(args.overlay, render.to_rgb8(ov), args.overwrite))
-    if args.heatmaps:
-        hdir.mkdir(parents=True, exist_ok=True)
+        items.append((outputs[1], render.to_rgb8(render.overlay(image, result.labels))))
+    if hdir is not None:
         V = result.eigenvectors
-        for j in range(V.shape[-1]):
-            rgb = render.to_rgb8(render.heatmap_with_colorbar(V[..., j]))
-            written.append(io.write_png_atomic(hdir / f"eigenvector_{j + 1}.png", rgb,
-                                               args.overwrite))
+        items += [(hdir / f"eigenvector_{j + 1}.png",
+                   render.to_rgb8(render.heatmap_with_colorbar(V[..., j])))
+                  for j in range(V.shape[-1])]
+    created = hdir is not None and not hdir.exists()
+    if created:
+        hdir.mkdir()
+    try:
+        written = io.write_pngs_atomic(items, args.overwrite)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                hdir.rmdir()          # only if still empty
+        raise
     if not args.quiet:
         H, W = result.labels.shape
+        print(f"read {len(ids)} labels from {args.scribbles} (ids "
+              f"{', '.join(map(str, ids.tolist()))}; {int(counts.sum())} painted pixels)")
         shares = ", ".join(f"{i}: {f:.1%}" for i, f in result.fractions().items())
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
         print(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
@@ -250,14 +283,40 @@ def _segment(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_writable(path: Path, overwrite: bool) -> None:
-    if path.is_dir():
-        raise IsADirectoryError(f"{path} is a directory")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists (drop --no-overwrite to replace it)")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: directory {parent} does not exist")
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_outputs(args: argparse.Namespace, outputs: list[Path], hdir: Path | None) -> None:
+    """Outputs must differ from the inputs and from each other and be writable (OSError, or
+    InvalidInputError for a clash: that is a mistake on the command line, not on the disk)."""
+    from . import io
+    inputs = {"IMAGE": Path(args.image), "--scribbles": Path(args.scribbles)}
+    names = {outputs[0]: "-o"}
+    if len(outputs) > 1:
+        names[outputs[1]] = "--overlay"
+    for out, flag in names.items():
+        for what, path in inputs.items():
+            if _same_file(out, path):
+                raise InvalidInputError(f"{flag} {out} is the input {what}: it would be "
+                                        "overwritten; choose another output file")
+    if len(outputs) > 1 and _same_file(outputs[0], outputs[1]):
+        raise InvalidInputError(f"-o and --overlay are the same file {outputs[0]}")
+    for p in outputs:
+        io.check_writable(p, args.overwrite)
+    if hdir is None:
+        return
+    for what, path in {**inputs, **{v: k for k, v in names.items()}}.items():
+        if _same_file(path.parent, hdir) and re.fullmatch(r"eigenvector_\d+\.png", path.name):
+            raise InvalidInputError(f"--heatmaps {hdir} would overwrite {what} {path}")
+    if hdir.exists() and not hdir.is_dir():
+        raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
+    io.check_writable(hdir / "eigenvector_1.png" if hdir.is_dir() else hdir, args.overwrite)
 
 
 def _methods(args: argparse.Namespace) -> int:
@@ -287,9 +346,13 @@ def _methods(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``segapp`` script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "batch":  # own exit statuses: the number of failed images
+        from . import batch
+        return batch.main(argv[1:])
     if not argv or (argv[0] not in ("segment", "methods") and not argv[0].startswith("-")):
         if len(argv) > 1:
-            build_parser().error(f"unknown command {argv[0]!r} (use 'segment' or 'methods')")
+            build_parser().error(
+                f"unknown command {argv[0]!r} (use 'segment', 'batch' or 'methods')")
         path = argv[0] if argv else None
         if path is not None and not Path(path).exists():
             return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",

@@ -101,7 +101,7 @@ from threadpoolctl import threadpool_limits
 from .constraints import stroke_sets
 from .errors import Cancelled, InvalidInputError
 from .options import SEED, HasOptions, Option, resolve
-from .partition import anchored_kmeans, clamp_strokes
+from .partition import STROKE_AGREEMENT, anchored_kmeans, clamp_strokes
 from .result import Segmentation
 
 #: Rows processed at a time by every pass over the n points (features, coding, embedding).
@@ -669,6 +669,19 @@ class LandmarkMethod(FeatureMethod):
         return Segmentation(labels.reshape(self.shape), strokes.label_ids,
                             vectors.reshape(*self.shape, -1), np.asarray(lam, float), timings,
                             diag, self.name, stroke_agreement=agreement)
+
+    def _partition(self, Y: np.ndarray, strokes: StrokeSets, timings: dict[str, float],
+                   cancel: Cancel) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Labels and embedding of the basis coefficients ``Y`` (:func:`partition`), and
+        whether every label keeps ≥ :data:`~segapp.partition.STROKE_AGREEMENT` of its strokes
+        (if not, the subclass tries one more vector, as FAST-GE does)."""
+        t = time.perf_counter()
+        rng = np.random.default_rng([self.options["seed"], 1])
+        labels, X = partition(self.basis.code, Y, strokes, sample=self.options["kmeans_sample"],
+                              rng=rng, cancel=cancel)
+        timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
+        separated = min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT
+        return labels, X, separated
 
     @abstractmethod
     def _solve(self, strokes: StrokeSets, timings: dict[str, float],

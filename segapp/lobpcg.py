@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import scipy.linalg as sla
 
 from .errors import Cancelled, SolverError
 

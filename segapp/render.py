@@ -20,7 +20,11 @@ __all__ = [
     "label_color",
     "to_rgb8",
     "overlay",
+    "label_layer",
+    "overlay_opacity",
+    "composite",
     "scribble_overlay",
+    "robust_vmax",
     "heatmap",
     "colorbar",
     "heatmap_with_colorbar",
@@ -67,6 +71,16 @@ _DIVERGING = np.array(
     dtype=np.float64,
 )
 _NONFINITE_COLOR = np.array((128, 128, 128), dtype=np.uint8)
+
+#: Pixels per band of the whole-image functions below. One numpy call over a 12 MP image
+#: holds the GIL for 50-100 ms, which freezes the desktop app's GUI thread while an export
+#: draws in a background thread; band by band, no single call holds it for more than a few ms.
+BAND_PIXELS = 1 << 20
+
+
+def _row_bands(height: int, width: int) -> list[tuple[int, int]]:
+    step = max(1, BAND_PIXELS // max(int(width), 1))
+    return [(r, min(int(height), r + step)) for r in range(0, int(height), step)]
 _TICK_COLOR = np.array((40, 40, 40), dtype=np.uint8)
 
 
@@ -143,6 +157,16 @@ def to_rgb8(image: np.ndarray) -> np.ndarray:
         img = img[..., :3]
     if not (img.ndim == 2 or (img.ndim == 3 and img.shape[2] == 3)):
         raise InvalidInputError(f"image must be (H, W) or (H, W, 3), got shape {img.shape}")
+    if not (img.dtype == np.bool_ or np.issubdtype(img.dtype, np.integer)
+            or np.issubdtype(img.dtype, np.floating)):
+        raise InvalidInputError(f"unsupported image dtype {img.dtype}")
+    out = np.empty(img.shape[:2] + (3,), dtype=np.uint8)
+    for r0, r1 in _row_bands(*img.shape[:2]):
+        out[r0:r1] = _rgb8_band(img[r0:r1])
+    return out
+
+
+def _rgb8_band(img: np.ndarray) -> np.ndarray:
     if img.dtype == np.uint8:
         out = img
     elif img.dtype == np.bool_:
@@ -152,13 +176,9 @@ def to_rgb8(image: np.ndarray) -> np.ndarray:
     elif np.issubdtype(img.dtype, np.floating):
         f = np.nan_to_num(img.astype(np.float32), nan=0.0, posinf=1.0, neginf=0.0)
         out = (np.clip(f, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-    elif np.issubdtype(img.dtype, np.integer):
+    else:  # other integers
         out = np.clip(img, 0, 255).astype(np.uint8)
-    else:
-        raise InvalidInputError(f"unsupported image dtype {img.dtype}")
-    if out.ndim == 2:
-        out = np.repeat(out[:, :, None], 3, axis=2)
-    return np.array(out, dtype=np.uint8, copy=True, order="C")
+    return out[:, :, None] if out.ndim == 2 else out
 
 
 def _check_label_map(labels: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -180,6 +200,76 @@ def _check_label_map(labels: np.ndarray, shape: tuple[int, ...], what: str) -> n
 # --------------------------------------------------------------------------------------------
 # overlays
 # --------------------------------------------------------------------------------------------
+def overlay_opacity(alpha: float, boundaries: bool) -> float:
+    """Opacity with which :func:`label_layer` is laid over the image.
+
+    Filled regions use ``alpha``; boundaries are drawn opaque (thin lines at 50 % are hard to
+    see). The app's canvas and :func:`overlay` both take the opacity from here, so what is
+    shown and what is exported cannot differ.
+    """
+    a = float(alpha)
+    if not 0.0 <= a <= 1.0:
+        raise InvalidInputError(f"alpha must be in [0, 1], got {alpha}")
+    return 1.0 if boundaries else a
+
+
+def label_layer(labels: np.ndarray, colors: ColorSpec = None,
+                boundaries: bool = False) -> np.ndarray:
+    """The colour layer of a label map: RGBA, opaque where coloured, transparent elsewhere.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        ``(H, W)`` integer label map; 0 is left transparent.
+    colors : optional
+        Colour table, see :func:`label_color`; default :data:`PALETTE`.
+    boundaries : bool, optional
+        Colour only the region boundaries: ``find_boundaries(mode="inner")`` marks the pixels
+        of each region next to a different label, so a boundary between two regions shows
+        both colours and label 0 is never painted.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(H, W, 4)`` uint8; :func:`composite` lays it over an image with
+        :func:`overlay_opacity` (the app's canvas does the same with Qt).
+    """
+    lab = _check_label_map(labels, np.shape(labels), "label map")
+    table = _color_table(colors, int(lab.max()) if lab.size else 0)
+    rgba = np.zeros((len(table), 4), dtype=np.uint8)
+    rgba[:, :3] = table
+    rgba[1:, 3] = 255
+    h, w = lab.shape
+    out = np.empty((h, w, 4), dtype=np.uint8)
+    for r0, r1 in _row_bands(h, w):
+        band = rgba[lab[r0:r1]]
+        if boundaries:
+            from skimage.segmentation import find_boundaries
+
+            a0, a1 = max(0, r0 - 1), min(h, r1 + 1)  # the 3×3 test needs one row either side
+            halo = lab[a0:a1]
+            edge = find_boundaries(halo, mode="inner", background=0) & (halo > 0)
+            band[~edge[r0 - a0:r1 - a0]] = 0
+        out[r0:r1] = band
+    return out
+
+
+def composite(rgb: np.ndarray, layer: np.ndarray, opacity: float) -> np.ndarray:
+    """Source-over blend of an RGBA layer (straight alpha) at ``opacity`` over uint8 RGB.
+
+    ``out = (1 − a) · rgb + a · colour`` with ``a = opacity × layer alpha / 255``, rounded:
+    what a painter draws for an RGBA image at that opacity.
+    """
+    out = np.array(rgb, dtype=np.uint8, copy=True)
+    for r0, r1 in _row_bands(*out.shape[:2]):
+        o, lay = out[r0:r1], layer[r0:r1]
+        mask = lay[..., 3] > 0
+        a = (float(opacity) / 255.0) * lay[..., 3][mask].astype(np.float64)[:, None]
+        blended = (1.0 - a) * o[mask] + a * lay[..., :3][mask]
+        o[mask] = (blended + 0.5).astype(np.uint8)
+    return out
+
+
 def overlay(
     image: np.ndarray,
     labels: np.ndarray,
@@ -187,7 +277,8 @@ def overlay(
     colors: ColorSpec = None,
     boundaries: bool = False,
 ) -> np.ndarray:
-    """Colour a label map over an image.
+    """Colour a label map over an image: :func:`label_layer` composited at
+    :func:`overlay_opacity`.
 
     Parameters
     ----------
@@ -200,31 +291,18 @@ def overlay(
     colors : optional
         Colour table, see :func:`label_color`; default :data:`PALETTE`.
     boundaries : bool, optional
-        If True, only the region boundaries are drawn, opaque (thin lines at 50 % are hard to
-        see), each boundary pixel in the colour of the region it belongs to.
+        If True, only the region boundaries are drawn, opaque, each boundary pixel in the
+        colour of the region it belongs to.
 
     Returns
     -------
     numpy.ndarray
         ``(H, W, 3)`` uint8.
     """
-    if not 0.0 <= float(alpha) <= 1.0:
-        raise InvalidInputError(f"alpha must be in [0, 1], got {alpha}")
+    opacity = overlay_opacity(alpha, boundaries)
     rgb = to_rgb8(image)
-    lab = _check_label_map(labels, rgb.shape, "label map")
-    table = _color_table(colors, int(lab.max()) if lab.size else 0)
-    if boundaries:
-        from skimage.segmentation import find_boundaries
-
-        # 'inner' marks pixels of each region next to a different label, so a boundary between
-        # two regions shows both colours and label 0 is never painted.
-        mask = find_boundaries(lab, mode="inner", background=0) & (lab > 0)
-        rgb[mask] = table[lab[mask]]
-        return rgb
-    mask = lab > 0
-    blended = (1.0 - alpha) * rgb[mask] + alpha * table[lab[mask]].astype(np.float64)
-    rgb[mask] = (blended + 0.5).astype(np.uint8)
-    return rgb
+    _check_label_map(labels, rgb.shape, "label map")
+    return composite(rgb, label_layer(labels, colors, boundaries), opacity)
 
 
 def scribble_overlay(image: np.ndarray, scribbles: np.ndarray,
@@ -251,7 +329,10 @@ def scribble_overlay(image: np.ndarray, scribbles: np.ndarray,
 # --------------------------------------------------------------------------------------------
 # heat maps
 # --------------------------------------------------------------------------------------------
-def _robust_vmax(values: np.ndarray) -> float:
+def robust_vmax(values: np.ndarray) -> float:
+    """Symmetric colour range of a heat map: the 99th percentile of ``|v|`` over the finite
+    values (robust to a few spikes); the maximum if that is 0; 1 if there is nothing finite."""
+    values = np.asarray(values, dtype=np.float64)
     finite = np.abs(values[np.isfinite(values)])
     if finite.size == 0:
         return 1.0
@@ -299,11 +380,14 @@ def heatmap(vector2d: np.ndarray, vmax: float | None = None) -> np.ndarray:
         raise InvalidInputError(f"heatmap needs a real (H, W) array, got shape {v.shape}")
     if np.iscomplexobj(v):
         raise InvalidInputError("heatmap needs real values, got a complex array")
-    v = v.astype(np.float64)
-    vmax = _robust_vmax(v) if vmax is None else _check_vmax(vmax)
-    finite = np.isfinite(v)
-    out = _diverging(np.where(finite, v, 0.0) / vmax)
-    out[~finite] = _NONFINITE_COLOR
+    vmax = robust_vmax(v) if vmax is None else _check_vmax(vmax)
+    out = np.empty(v.shape + (3,), dtype=np.uint8)
+    for r0, r1 in _row_bands(*v.shape):
+        band = v[r0:r1].astype(np.float64)
+        finite = np.isfinite(band)
+        rgb = _diverging(np.where(finite, band, 0.0) / vmax)
+        rgb[~finite] = _NONFINITE_COLOR
+        out[r0:r1] = rgb
     return out
 
 
@@ -363,7 +447,7 @@ def heatmap_with_colorbar(vector2d: np.ndarray, vmax: float | None = None,
     """
     v = np.asarray(vector2d)
     if vmax is None and v.ndim == 2 and np.issubdtype(v.dtype, np.number):
-        vmax = _robust_vmax(v.astype(np.float64))
+        vmax = robust_vmax(v.astype(np.float64))
     img = heatmap(v, vmax)
     h, w = img.shape[:2]
     out = np.full((h, w + gap + bar_width, 3), 255, dtype=np.uint8)

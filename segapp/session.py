@@ -14,48 +14,15 @@ import numpy as np
 
 from . import methods
 from .errors import InvalidInputError, SolverError
+from .inputs import as_float_image, check_confidence, check_label_map
 from .options import check_solve, split
 from .resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
-                         working_shape)
+                         reduce_strokes, working_shape)
 from .result import Segmentation
 
 #: Size of the copy a preview is solved on (:meth:`Session.update`): at 60K px a FAST-GE solve
 #: takes a few tenths of a second on 2 cores.
 PREVIEW_PIXELS = 60_000
-
-
-def as_float_image(image: np.ndarray) -> np.ndarray:
-    """Validate an image array and return it as float32 in [0, 1], (H, W) or (H, W, 3).
-
-    Integer images are scaled by their dtype's range; RGBA loses its alpha channel; a single
-    channel third axis is squeezed.
-    """
-    img = np.asarray(image)
-    if img.ndim == 3 and img.shape[2] == 1:
-        img = img[:, :, 0]
-    if img.ndim == 3 and img.shape[2] == 4:
-        img = img[:, :, :3]
-    if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] != 3):
-        raise InvalidInputError(
-            f"image must be (H, W) grey or (H, W, 3) colour; got shape {img.shape}")
-    if min(img.shape[:2]) < 2:
-        raise InvalidInputError(f"image of shape {img.shape[:2]} is too small to segment")
-    if img.dtype == bool:
-        return img.astype(np.float32)
-    if np.issubdtype(img.dtype, np.integer):
-        info = np.iinfo(img.dtype)
-        if info.min < 0 and img.min() < 0:
-            raise InvalidInputError("integer image with negative values")
-        return (img.astype(np.float32) / float(info.max))
-    if not np.issubdtype(img.dtype, np.floating):
-        raise InvalidInputError(f"unsupported image dtype {img.dtype}")
-    if not np.all(np.isfinite(img)):
-        raise InvalidInputError("image contains NaN or infinite values")
-    lo, hi = float(img.min()), float(img.max())
-    if lo < 0 or hi > 1:
-        raise InvalidInputError(
-            f"float image values must lie in [0, 1]; got [{lo:.3g}, {hi:.3g}]")
-    return img.astype(np.float32)
 
 
 class Session:
@@ -139,11 +106,8 @@ class Session:
         solve = {**self.solve_options,
                  **check_solve(methods.get(self.method_name).options, solve_options,
                                self.method_name)}
-        s = np.asarray(scribbles)
-        if s.shape != self.shape:
-            raise InvalidInputError(
-                f"scribbles are {s.shape[1] if s.ndim > 1 else '?'}×{s.shape[0]} but the image "
-                f"is {self.shape[1]}×{self.shape[0]}")
+        s = check_label_map(scribbles, self.shape)
+        confidence = check_confidence(confidence, self.shape)
         t = time.perf_counter()
         if preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS:
             coarse = self._preview(s, cancel, solve)
@@ -151,9 +115,7 @@ class Session:
                 coarse.timings["total"] = time.perf_counter() - t
                 preview(coarse)
         if self.working_shape != self.shape:
-            small = reduce_map(s, self.working_shape)
-            conf = None if confidence is None else reduce_map(
-                np.where(s > 0, np.asarray(confidence, float), 0.0), self.working_shape)
+            small, conf = reduce_strokes(s, self.working_shape, confidence)
             result = enlarge_result(
                 self._method.update(small, cancel=cancel, confidence=conf, **solve), s)
         else:
@@ -236,9 +198,11 @@ def cluster(labels: np.ndarray, *, graph: Any = None, features: np.ndarray | Non
     Segmentation
         ``labels`` of shape (n,) carrying the given label ids.
     """
-    lab = np.asarray(labels)
-    if lab.ndim != 1:
-        raise InvalidInputError(f"labels must be a 1-D array (n,), got shape {lab.shape}")
+    lab = np.asarray(labels) if isinstance(labels, (list, tuple, np.ndarray)) else labels
+    if not isinstance(lab, np.ndarray) or lab.ndim != 1:
+        raise InvalidInputError(f"labels must be a 1-D array (n,), got "
+                                f"{getattr(lab, 'shape', type(lab).__name__)}")
+    lab = check_label_map(lab, lab.shape, "labels")
     t = time.perf_counter()
     m = methods.create_from_data(method, graph=graph, features=features, **options)
     result = m.update(lab)

@@ -219,10 +219,15 @@ def test_zero_size_image_reported(tmp_path, monkeypatch):
     assert "zero size" in _raises_invalid(p)
 
 
-def test_decompression_bomb(tmp_path, monkeypatch):
+def test_pixel_limit(tmp_path):
     Image.fromarray(np.zeros((20, 20), np.uint8)).save(tmp_path / "bomb.png")
-    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 400 px > 2 x limit -> error
-    assert "too large" in _raises_invalid(tmp_path / "bomb.png")
+    for limit in (100, 399):       # Pillow's check (warning above the limit) and ours
+        msg = _raises_invalid(tmp_path / "bomb.png", pixel_limit=limit)
+        assert "too large" in msg and f"limit of {limit}" in msg and "--pixel-limit" in msg
+    saved = Image.MAX_IMAGE_PIXELS
+    assert io.read_image(tmp_path / "bomb.png", pixel_limit=400).shape == (20, 20)
+    assert io.read_image(tmp_path / "bomb.png", pixel_limit=None).shape == (20, 20)
+    assert Image.MAX_IMAGE_PIXELS == saved              # Pillow's global is restored
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,9 +294,11 @@ def test_scribbles_grey_rgb_label_map(tmp_path):
 
 
 def test_scribbles_too_many_colours(tmp_path):
-    colours = [(255, 255, 255), (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0),
-               (0, 255, 255), (255, 0, 255), (128, 0, 0), (0, 128, 0), (0, 0, 128)]
-    rgb = np.array([colours], dtype=np.uint8)  # ten clearly different colours
+    import colorsys
+    # ten clearly different hues (shades of one colour, e.g. (128, 0, 0) and (255, 0, 0),
+    # are one label: anti-aliasing against black makes them)
+    colours = [[round(255 * v) for v in colorsys.hsv_to_rgb(h / 10, 1, 1)] for h in range(10)]
+    rgb = np.array([colours], dtype=np.uint8)
     Image.fromarray(rgb).save(tmp_path / "many.png")
     assert "distinct stroke colours" in _raises_invalid(tmp_path / "many.png", io.read_scribbles)
 

@@ -195,7 +195,9 @@ def graph_builds(monkeypatch):
 @pytest.mark.parametrize("method, changes", [
     ("fastge", [dict(constraint_weight=4.0), dict(k2_partition="kmeans", seed=5),
                 dict(n_vectors=3, warm_start=False), dict(maxiter=50, eig_tol=1e-4)]),
-    ("ncut", [dict(kmeans_restarts=2), dict(seed=3), dict(n_vectors=3)]),
+    # (not seed for ncut: unconstrained, it splits the left region holding labels 1 and 3
+    # arbitrarily, so a warm session and a fresh one may split it differently)
+    ("ncut", [dict(kmeans_restarts=2), dict(maxiter=200), dict(n_vectors=3)]),
     ("ccskl", [dict(row_normalise=False)]),
 ])
 def test_solve_options_resolve_without_rebuilding_the_graph(graph_builds, method, changes):

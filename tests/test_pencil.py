@@ -99,9 +99,9 @@ def restricted_eigh(LG, LH, d, count):
 def problem():
     img, truth = noisy_blocks()
     s = strokes(truth)
-    # Raw colours (denoise=0): the identities are checked with tolerances scaled to this graph;
-    # the TV pre-filter (segapp.graph) flattens the blocks and leaves a few pixels with degrees
-    # near the weight floor, below the tolerances' assumptions.
+    # The pencil's algebra on a graph with the blocks' noise in it: the raw-colour graph
+    # (the TV pre-filter flattens these 30×30 blocks so far that d_min/n falls below the
+    # conditioning the exact-arithmetic checks below assume).
     g = image_graph(img, denoise=0)
     cons = build_constraints(s, g.degrees)
     pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)

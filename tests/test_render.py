@@ -162,3 +162,18 @@ def test_no_qt_or_matplotlib_import():
     root = str(Path(render.__file__).resolve().parent.parent)  # works uninstalled too
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     assert subprocess.run([sys.executable, "-c", code], env=env, timeout=120).returncode == 0
+
+
+def test_banded_drawing_equals_whole_image_drawing(monkeypatch):
+    """Large images are drawn in row bands (the GIL is released between them): same pixels."""
+    rng = np.random.default_rng(3)
+    img = rng.random((37, 23, 3)).astype(np.float32)
+    lab = rng.integers(0, 4, (37, 23))
+    vec = rng.normal(size=(37, 23))
+    whole = [render.overlay(img, lab, 0.4), render.overlay(img, lab, boundaries=True),
+             render.heatmap(vec, 1.5), render.to_rgb8(img), render.label_layer(lab, None, True)]
+    monkeypatch.setattr(render, "BAND_PIXELS", 23 * 5)  # bands of 5 rows
+    banded = [render.overlay(img, lab, 0.4), render.overlay(img, lab, boundaries=True),
+              render.heatmap(vec, 1.5), render.to_rgb8(img), render.label_layer(lab, None, True)]
+    for a, b in zip(whole, banded):
+        np.testing.assert_array_equal(a, b)

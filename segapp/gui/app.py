@@ -1,19 +1,28 @@
-"""Application entry point: ``segapp`` / ``segapp PATH`` call :func:`run`."""
+"""Application entry point: ``segapp`` / ``segapp PATH`` call :func:`run`.
+
+Qt is imported only after :func:`segapp.gui.preflight.problem` found nothing wrong, so a
+machine without a display or without Qt's system libraries gets one line on stderr and exit
+status :data:`EXIT_NO_GUI`, not Qt's abort.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
-
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication
+from typing import Any
 
 log = logging.getLogger(__name__)
 
+#: Exit status when the desktop app cannot start here (no display, missing system libraries).
+EXIT_NO_GUI = 4
 
-def make_application(argv: list[str] | None = None) -> QApplication:
+
+def make_application(argv: list[str] | None = None) -> Any:
     """The QApplication (created once), with organisation/app names for QSettings."""
+    from PySide6.QtWidgets import QApplication
+
     app = QApplication.instance()
     if app is None:
         app = QApplication(argv if argv is not None else sys.argv[:1])
@@ -22,21 +31,31 @@ def make_application(argv: list[str] | None = None) -> QApplication:
     from .icons import app_icon
 
     app.setWindowIcon(app_icon())
-    return app  # type: ignore[return-value]
+    return app
 
 
-def run(path: str | None = None) -> int:
+def run(path: str | None = None, recovery_dir: str | os.PathLike | None = None) -> int:
     """Open the main window on ``path`` (image or ``*.segapp.json``) or the bundled sample.
+
+    Work left by an instance that did not exit cleanly is offered back first.
 
     Returns
     -------
     int
-        The Qt event loop's exit code.
+        The Qt event loop's exit code, or :data:`EXIT_NO_GUI` if Qt cannot start here.
     """
+    from .preflight import problem
+
+    why = problem()
+    if why:
+        print(f"segapp: error: {why}", file=sys.stderr)
+        return EXIT_NO_GUI
+    from PySide6.QtCore import QTimer
+
     app = make_application()
     from .main_window import MainWindow
 
-    window = MainWindow()
+    window = MainWindow(recovery_dir=recovery_dir)
     run.window = window  # type: ignore[attr-defined]  # reachable while the loop runs (tests)
 
     def excepthook(exc_type, exc, tb) -> None:  # a bug in a slot: report it, keep running
@@ -52,12 +71,9 @@ def run(path: str | None = None) -> int:
         if path:
             window.open_path(path)
         else:
-            try:
-                from ..samples import sample_path
+            from ..samples import sample_path
 
-                window.open_path(sample_path())
-            except Exception as exc:
-                window.show_error(f"No sample image found ({exc}); use File ▸ Open.")
+            window.open_path(sample_path())
 
     QTimer.singleShot(0, start)  # after the window is up, so dialogs have a parent on screen
     try:

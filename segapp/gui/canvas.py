@@ -1,6 +1,8 @@
 """The image canvas: image, segmentation overlay, heat map and stroke layers; painting, zoom, pan.
 
-Strokes are painted into the :class:`~segapp.annotation.AnnotationModel`; the canvas observes
+The canvas is a view of :class:`~segapp.gui.state.AppState`: it reads the tool, label, brush
+and view flags from it and follows their events; it keeps only view things (zoom, pan, the
+brush cursor). Strokes are painted into the :class:`~segapp.annotation.AnnotationModel`; it observes
 the model's ``changed(bbox)`` events and re-colours only that box of an RGBA stroke layer that
 shares memory with a QImage, then asks Qt to repaint only that rectangle. That keeps painting
 smooth on 12-megapixel images (no full-image conversions per mouse move).
@@ -17,16 +19,18 @@ from PySide6.QtWidgets import (
     QGraphicsPixmapItem,
     QGraphicsScene,
     QGraphicsView,
+    QLabel,
     QStyleOptionGraphicsItem,
     QWidget,
 )
 
+from .. import render
 from ..annotation import MAX_LABELS, AnnotationModel, BBox
-from .qimage import RGBABuffer
+from .qimage import RGBABuffer, rgb_to_qimage
 from .qtcompat import emit
+from .state import AppState
 
-#: Brush diameters (image pixels) offered by ``[`` / ``]`` and Ctrl+wheel.
-MIN_BRUSH, MAX_BRUSH = 1, 400
+HINT = "Pick a label (keys 1–9), then drag on the image"
 ZOOM_STEP = 1.25
 MIN_ZOOM, MAX_ZOOM = 0.01, 64.0
 
@@ -56,20 +60,18 @@ class Canvas(QGraphicsView):
 
     Signals
     -------
-    brushSizeChanged(int)
-        New brush diameter in image pixels.
     zoomChanged(float)
         New scale (screen pixels per image pixel).
-    strokeStarted()
-        The user pressed the button to paint.
+    fillRequested(int x, int y)
+        The fill tool was clicked on image pixel (x, y).
     """
 
-    brushSizeChanged = Signal(int)
     zoomChanged = Signal(float)
-    strokeStarted = Signal()
+    fillRequested = Signal(int, int)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.state = state
         self.setScene(QGraphicsScene(self))
         self.setBackgroundBrush(QColor(48, 48, 48))
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
@@ -81,8 +83,6 @@ class Canvas(QGraphicsView):
         self.viewport().setCursor(Qt.CursorShape.CrossCursor)
 
         self.model: AnnotationModel | None = None
-        self.label = 1  # 0 = eraser
-        self.brush_size = 12
         self._lut = np.zeros((MAX_LABELS + 1, 4), dtype=np.uint8)
         self._strokes: RGBABuffer | None = None
         self._painting = False
@@ -108,8 +108,24 @@ class Canvas(QGraphicsView):
         self._heat_item.setVisible(False)
         self._cursor_item.setZValue(10)
         self.scene().addItem(self._cursor_item)
+        self.hint = QLabel(HINT, self.viewport())
+        self.hint.setStyleSheet("background: rgba(0, 0, 0, 150); color: white; padding: 6px; "
+                                "border-radius: 4px;")
+        self.hint.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.hint.hide()
+
+        ev = state.events
+        ev.image_changed.connect(self._on_image)
+        state.watch(self._update_cursor, "label", "tool", "brush_size", "brush_screen")
+        state.watch(self._apply_opacity, "opacity", "boundaries")
+        ev.show_image.connect(self._image_item.setVisible)
+        ev.show_overlay.connect(self._overlay_item.setVisible)
+        ev.show_strokes.connect(lambda on: self._stroke_item and self._stroke_item.setVisible(on))
 
     # -- content ---------------------------------------------------------------------------
+    def _on_image(self, model: AnnotationModel) -> None:
+        self.set_image(rgb_to_qimage(render.to_rgb8(self.state.image)), model)
+
     def set_image(self, rgb: QImage, model: AnnotationModel) -> None:
         """Show a new image (QImage) and observe its annotation model."""
         if self.model is not None:
@@ -127,15 +143,25 @@ class Canvas(QGraphicsView):
         self._strokes = RGBABuffer(h, w)
         self._stroke_item = BufferItem(self._strokes)
         self._stroke_item.setZValue(5)
+        self._stroke_item.setVisible(self.state.show_strokes)
         self.scene().addItem(self._stroke_item)
         self.scene().setSceneRect(QRectF(0, 0, w, h))
         self._on_labels_changed(0)
         self._auto_fit = True
         self.fit_to_window()
+        self._update_hint()
 
     def set_overlay(self, image: QImage | None) -> None:
-        """Segmentation overlay (RGBA QImage the size of the image) or None to remove it."""
+        """Segmentation colour layer (RGBA QImage the size of the image) or None to remove it.
+
+        It is drawn at :meth:`AppState.overlay_opacity`, the opacity the exported overlay uses.
+        """
         self._overlay_item.setPixmap(QPixmap() if image is None else QPixmap.fromImage(image))
+        self._apply_opacity()
+
+    @property
+    def overlay_shown(self) -> bool:
+        return not self._overlay_item.pixmap().isNull()
 
     def set_heatmap(self, image: QImage | None) -> None:
         """Full-size eigenvector heat map over the image, or None to hide it."""
@@ -146,16 +172,9 @@ class Canvas(QGraphicsView):
     def heatmap_shown(self) -> bool:
         return self._heat_item.isVisible()
 
-    def set_layer_visible(self, layer: str, visible: bool) -> None:
-        """Show or hide ``"image"``, ``"overlay"`` or ``"strokes"``."""
-        item = {"image": self._image_item, "overlay": self._overlay_item,
-                "strokes": self._stroke_item}[layer]
-        if item is not None:
-            item.setVisible(visible)
-
-    def set_overlay_opacity(self, opacity: float) -> None:
-        self._overlay_item.setOpacity(opacity)
-        self._heat_item.setOpacity(max(opacity, 0.5))
+    def _apply_opacity(self) -> None:
+        self._overlay_item.setOpacity(self.state.overlay_opacity())
+        self._heat_item.setOpacity(max(self.state.opacity, 0.5))
 
     def stroke_layer(self) -> np.ndarray | None:
         """The RGBA stroke layer as displayed (for tests)."""
@@ -169,7 +188,7 @@ class Canvas(QGraphicsView):
             self._lut[i] = (*lab.color, 255)
         self._lut[0] = 0
         self._on_model_changed(BBox.full(self.model.shape))
-        self._update_cursor_color()
+        self._update_cursor()
 
     def _on_model_changed(self, box: BBox) -> None:
         if self.model is None or self._strokes is None or box.empty:
@@ -177,40 +196,36 @@ class Canvas(QGraphicsView):
         ys, xs = box.slices
         self._strokes.array[ys, xs] = self._lut[self.model.scribbles[ys, xs]]
         self._stroke_item.update(QRectF(box.x0, box.y0, box.width, box.height))
+        if self.hint.isVisible() or not self.model.stroking:
+            self._update_hint()
 
-    # -- tools -----------------------------------------------------------------------------
-    def set_label(self, label: int) -> None:
-        """Paint with ``label`` (1..9) or erase (0)."""
-        self.label = int(label)
-        self._update_cursor_color()
+    def _update_hint(self) -> None:
+        """The one-line hint shows on a canvas without strokes."""
+        empty = self.model is not None and not self.model.scribbles.any()
+        self.hint.setVisible(empty)
+        if empty:
+            self.hint.adjustSize()
+            self.hint.move((self.viewport().width() - self.hint.width()) // 2, 12)
 
-    def set_brush_size(self, size: int) -> None:
-        size = int(min(MAX_BRUSH, max(MIN_BRUSH, size)))
-        if size != self.brush_size:
-            self.brush_size = size
-            self._place_cursor(self._cursor_item.rect().center())
-            emit(self.brushSizeChanged, size)
+    # -- brush cursor ------------------------------------------------------------------------
+    def brush_radius(self) -> float:
+        """Brush radius in image pixels now (screen-pixel brushes follow the zoom)."""
+        return self.state.brush_radius(self.zoom)
 
-    def grow_brush(self, steps: int = 1) -> None:
-        """Bigger (steps > 0) or smaller brush, by ~15 % per step (at least one pixel)."""
-        size = self.brush_size
-        for _ in range(abs(steps)):
-            delta = max(1, round(size * 0.15))
-            size += delta if steps > 0 else -delta
-        self.set_brush_size(size)
-
-    def _update_cursor_color(self) -> None:
+    def _update_cursor(self) -> None:
         pen = self._cursor_item.pen()
-        if self.label == 0 or self.model is None:
+        label = self.state.paint_label()
+        if label == 0 or self.model is None:
             pen.setColor(QColor(255, 255, 255))
             pen.setStyle(Qt.PenStyle.DashLine)
         else:
-            pen.setColor(QColor(*self.model.labels[self.label].color))
+            pen.setColor(QColor(*self.model.labels[label].color))
             pen.setStyle(Qt.PenStyle.SolidLine)
         self._cursor_item.setPen(pen)
+        self._place_cursor(self._cursor_item.rect().center())
 
     def _place_cursor(self, center: QPointF) -> None:
-        r = self.brush_size / 2.0
+        r = 0.5 if self.state.tool == "fill" else self.brush_radius()
         self._cursor_item.setRect(QRectF(center.x() - r, center.y() - r, 2 * r, 2 * r))
 
     # -- zoom ------------------------------------------------------------------------------
@@ -222,6 +237,10 @@ class Canvas(QGraphicsView):
         scale = min(MAX_ZOOM, max(MIN_ZOOM, scale))
         f = scale / self.zoom
         self.scale(f, f)
+        self._zoomed()
+
+    def _zoomed(self) -> None:
+        self._place_cursor(self._cursor_item.rect().center())
         emit(self.zoomChanged, self.zoom)
 
     def zoom_by(self, factor: float) -> None:
@@ -232,7 +251,7 @@ class Canvas(QGraphicsView):
         if self.model is None:
             return
         self.fitInView(self.sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
-        emit(self.zoomChanged, self.zoom)
+        self._zoomed()
 
     def actual_size(self) -> None:
         self._auto_fit = False
@@ -242,6 +261,8 @@ class Canvas(QGraphicsView):
         super().resizeEvent(event)
         if self._auto_fit:  # keep fitting until the user zooms
             self.fit_to_window()
+        if self.hint.isVisible():
+            self._update_hint()
 
     # -- input -----------------------------------------------------------------------------
     def _image_pos(self, event) -> QPointF:
@@ -252,7 +273,7 @@ class Canvas(QGraphicsView):
         if steps == 0:
             return
         if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
-            self.grow_brush(1 if steps > 0 else -1)
+            self.state.grow_brush(1 if steps > 0 else -1)
         else:
             self.zoom_by(ZOOM_STEP ** steps)
         event.accept()
@@ -267,10 +288,17 @@ class Canvas(QGraphicsView):
             event.accept()
             return
         if button == Qt.MouseButton.LeftButton and self.model is not None:
-            self._painting = True
-            emit(self.strokeStarted)
-            self.model.begin_stroke(self.label, self.brush_size / 2.0)
             p = self._image_pos(event)
+            if self.state.tool == "fill":
+                x, y = int(np.floor(p.x())), int(np.floor(p.y()))
+                h, w = self.model.shape
+                if 0 <= x < w and 0 <= y < h:
+                    emit(self.fillRequested, x, y)
+                event.accept()
+                return
+            self._painting = True
+            self.model.begin_stroke(self.state.paint_label(), self.brush_radius(),
+                                    self.state.unlabelled_only)
             self.model.extend_stroke([(p.x(), p.y())])
             event.accept()
             return

@@ -1,27 +1,22 @@
-"""Eigenvector heat maps: one thumbnail (with colour bar) per generalized eigenvector."""
+"""Eigenvector heat maps: one thumbnail (with colour bar) per generalized eigenvector.
+
+The panel shows the eigenvectors of :attr:`AppState.shown` with the colour ranges the worker
+computed by :func:`segapp.render.robust_vmax` (the same range the exported heat maps use) and
+binds its selection to :attr:`AppState.heatmap`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QLabel, QListView, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from .. import render
 from .qimage import rgb_to_qimage
-from .qtcompat import emit
+from .state import AppState
 
 THUMB = 150  # thumbnail size (longest side, pixels)
-
-
-def vector_vmax(vector: np.ndarray) -> float:
-    """Symmetric colour range of a heat map: the 99th percentile of |v| (robust to spikes)."""
-    v = np.abs(vector[np.isfinite(vector)])
-    if v.size == 0:
-        return 1.0
-    step = max(1, v.size // 200_000)  # a sample is plenty for a percentile
-    vmax = float(np.percentile(v[::step], 99.0))
-    return vmax if vmax > 0 else float(v.max()) or 1.0
 
 
 def thumbnail(vector: np.ndarray, vmax: float, size: int = THUMB) -> np.ndarray:
@@ -33,18 +28,12 @@ def thumbnail(vector: np.ndarray, vmax: float, size: int = THUMB) -> np.ndarray:
 
 
 class HeatmapPanel(QWidget):
-    """Thumbnails of ``Segmentation.eigenvectors``; clicking one asks to show it full size.
+    """Thumbnails of the shown result's eigenvectors; clicking one sets :attr:`AppState.heatmap`
+    (clicking the selected one again sets -1: hide)."""
 
-    Signals
-    -------
-    vectorToggled(int)
-        Index of the clicked vector, or -1 when the selected one was clicked again (hide).
-    """
-
-    vectorToggled = Signal(int)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.state = state
         self.list = QListWidget(self)
         self.list.setViewMode(QListView.ViewMode.IconMode)
         self.list.setIconSize(QSize(THUMB + 14, THUMB))
@@ -59,23 +48,35 @@ class HeatmapPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.info)
         layout.addWidget(self.list)
-        self.vectors: np.ndarray | None = None
-        self.vmax: list[float] = []
-        self.shown = -1
+        self._vectors: object = None
+        state.events.shown.connect(self._on_shown)
+        state.events.heatmap.connect(self._on_heatmap)
 
-    def set_result(self, eigenvectors: np.ndarray | None,
-                   eigenvalues: np.ndarray | None = None) -> None:
-        """Show the eigenvectors ``(H, W, m)`` of a result (None clears the panel)."""
+    def _on_shown(self, shown: object) -> None:
+        result = getattr(shown, "result", None)
+        if result is None or result.segmentation.eigenvectors is not self._vectors:
+            self.set_result(result)
+
+    def _on_heatmap(self, index: int) -> None:
+        if index < 0:
+            self.list.clearSelection()
+        elif index < self.list.count():
+            self.list.setCurrentRow(index)
+
+    def set_result(self, result: object) -> None:
+        """Show the eigenvectors of a worker :class:`~segapp.gui.worker.Result` (None: clear)."""
         self.list.clear()
-        self.vectors, self.vmax = eigenvectors, []
+        seg = getattr(result, "segmentation", None)
+        eigenvectors = None if seg is None else np.asarray(seg.eigenvectors)
+        self._vectors = None if seg is None else seg.eigenvectors
         if eigenvectors is None or eigenvectors.ndim != 3 or eigenvectors.shape[2] == 0:
-            self.info.setText("No segmentation yet.")
+            self.info.setText("Preview: the eigenvectors come with the full result."
+                              if getattr(result, "preview", False) else "No segmentation yet.")
             return
-        lam = np.asarray(eigenvalues if eigenvalues is not None else [], dtype=float)
+        lam = np.asarray(seg.eigenvalues, dtype=float)
         for j in range(eigenvectors.shape[2]):
             v = eigenvectors[:, :, j]
-            vmax = vector_vmax(v)
-            self.vmax.append(vmax)
+            vmax = result.vmax[j]
             pix = QPixmap.fromImage(rgb_to_qimage(thumbnail(v, vmax)))
             text = f"v{j + 1}" + (f"  λ={lam[j]:.2g}" if j < lam.size else "")
             item = QListWidgetItem(QIcon(pix), text)
@@ -84,12 +85,6 @@ class HeatmapPanel(QWidget):
             self.list.addItem(item)
         self.info.setText(f"{eigenvectors.shape[2]} eigenvector(s); click to view full size.")
 
-    def full_size(self, index: int) -> np.ndarray:
-        """Full-resolution heat map (uint8 RGB) of vector ``index``, same colour range."""
-        assert self.vectors is not None
-        return render.heatmap(self.vectors[:, :, index], vmax=self.vmax[index])
-
     def _on_clicked(self, item: QListWidgetItem) -> None:
         j = int(item.data(Qt.ItemDataRole.UserRole))
-        self.shown = -1 if j == self.shown else j
-        emit(self.vectorToggled, self.shown)
+        self.state.heatmap = -1 if j == self.state.heatmap else j

@@ -1,4 +1,9 @@
-"""The label list: pick the label to paint with, rename (double-click) and recolour it."""
+"""The label list: pick the label to paint with, rename (double-click) and recolour it.
+
+The selection is bound to :attr:`AppState.label`; names and colours live in the strokes'
+:class:`~segapp.annotation.AnnotationModel`. The list never keeps the keyboard focus, so the
+label keys 1–9 always reach the window's shortcuts.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from ..annotation import AnnotationModel
 from .qtcompat import emit
+from .state import AppState
 
 
 def color_icon(rgb: tuple[int, int, int], size: int = 16) -> QIcon:
@@ -25,23 +31,22 @@ def color_icon(rgb: tuple[int, int, int], size: int = 16) -> QIcon:
 
 
 class LabelPanel(QWidget):
-    """Lists labels 1..9 of an :class:`AnnotationModel`.
+    """Lists labels 1..9 of the image's :class:`AnnotationModel`.
 
     Signals
     -------
-    labelSelected(int)
-        The user chose a label (1..9) to paint with.
     clearLabelRequested(int)
         "Clear" was pressed for the current label.
     """
 
-    labelSelected = Signal(int)
     clearLabelRequested = Signal(int)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.state = state
         self.model: AnnotationModel | None = None
         self.list = QListWidget(self)
+        self.list.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.list.setToolTip("Label to paint with (keys 1–9). Double-click a name to rename it.")
         self.list.currentRowChanged.connect(self._on_row)
         self.list.itemChanged.connect(self._on_item_changed)
@@ -52,7 +57,9 @@ class LabelPanel(QWidget):
         self.clear_button = QPushButton("Clear", self)
         self.clear_button.setToolTip("Erase every stroke of the current label (undoable)")
         self.clear_button.clicked.connect(
-            lambda: emit(self.clearLabelRequested, self.current()))
+            lambda: emit(self.clearLabelRequested, self.state.label))
+        for b in (self.color_button, self.clear_button):
+            b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         buttons = QHBoxLayout()
         buttons.addWidget(self.color_button)
         buttons.addWidget(self.clear_button)
@@ -61,28 +68,28 @@ class LabelPanel(QWidget):
         layout.addWidget(self.list)
         layout.addLayout(buttons)
         self._updating = False
+        state.events.image_changed.connect(self.set_model)
+        state.events.label.connect(self._follow)
 
     def set_model(self, model: AnnotationModel) -> None:
         if self.model is not None:
             self.model.labels_changed.disconnect(self._refresh)
         self.model = model
         model.labels_changed.connect(self._refresh)
-        current = max(self.list.currentRow(), 0)
         self._refresh(0)
-        self.list.setCurrentRow(current)
 
-    def current(self) -> int:
-        return self.list.currentRow() + 1
-
-    def select(self, label_id: int) -> None:
-        self.list.setCurrentRow(label_id - 1)
+    def _follow(self, label: int) -> None:
+        self._updating = True
+        try:
+            self.list.setCurrentRow(label - 1)
+        finally:
+            self._updating = False
 
     def _refresh(self, _label_id: int) -> None:
         if self.model is None:
             return
         self._updating = True
         try:
-            row = self.list.currentRow()
             self.list.clear()
             for i in sorted(self.model.labels):
                 lab = self.model.labels[i]
@@ -91,13 +98,15 @@ class LabelPanel(QWidget):
                 item.setData(Qt.ItemDataRole.UserRole, i)
                 item.setToolTip(f"Label {i} (key {i})")
                 self.list.addItem(item)
-            self.list.setCurrentRow(max(row, 0))
+            self.list.setCurrentRow(self.state.label - 1)
         finally:
             self._updating = False
 
     def _on_row(self, row: int) -> None:
         if row >= 0 and not self._updating:
-            emit(self.labelSelected, row + 1)
+            self.state.label = row + 1
+            if self.state.tool == "eraser":
+                self.state.tool = "brush"
 
     def _on_item_changed(self, item: QListWidgetItem) -> None:
         if self._updating or self.model is None:
@@ -110,7 +119,7 @@ class LabelPanel(QWidget):
     def choose_color(self) -> None:
         if self.model is None:
             return
-        i = self.current()
+        i = self.state.label
         old = QColor(*self.model.labels[i].color)
         color = QColorDialog.getColor(old, self, f"Colour of {self.model.labels[i].name}")
         if color.isValid():

@@ -52,8 +52,7 @@ def _canvas_rgb(window: Any) -> np.ndarray:
 
 
 def make_screenshot(out: str | Path, image: str | Path | None = None, *,
-                    size: tuple[int, int] = (1200, 760), timeout: float = 60.0,
-                    brush: int | None = None) -> dict[str, Any]:
+                    size: tuple[int, int] = (1200, 760), timeout: float = 60.0) -> dict[str, Any]:
     """Open ``image`` (default: the "chelsea" sample), paint two strokes, screenshot.
 
     Parameters
@@ -93,9 +92,7 @@ def make_screenshot(out: str | Path, image: str | Path | None = None, *,
     image = Path(image)
     if not window.open_path(image):
         raise RuntimeError(window.message_bar.text())
-    if brush is None:
-        brush = max(6, round(min(window.model.shape) / 25))
-    window.canvas.set_brush_size(brush)
+    window.state.brush_size = 20  # screen pixels
     app.processEvents()
     strokes = STROKES.get(image.stem, DEFAULT_STROKES)
 
@@ -106,18 +103,23 @@ def make_screenshot(out: str | Path, image: str | Path | None = None, *,
     _paint(window, 1, strokes[0])
     _paint(window, 2, strokes[1])
     deadline = time.perf_counter() + timeout
-    while window.result_revision != window.model.revision and time.perf_counter() < deadline:
+
+    def current() -> bool:
+        shown = window.state.shown
+        return shown is not None and shown.tag == window.display.tag and window.canvas.overlay_shown
+
+    while not current() and time.perf_counter() < deadline:
         QTimer.singleShot(int(max(1, (deadline - time.perf_counter()) * 1000)), loop.quit)
         loop.exec()
     seconds = time.perf_counter() - t0
-    ok = window.result_revision == window.model.revision
+    ok = current()
     app.processEvents()
 
     with_overlay = _canvas_rgb(window)
-    window.canvas.set_layer_visible("overlay", False)
+    window.state.show_overlay = False
     app.processEvents()
     without = _canvas_rgb(window)
-    window.canvas.set_layer_visible("overlay", True)
+    window.state.show_overlay = True
     app.processEvents()
     # Share of the image's on-screen area that the overlay visibly changes.
     view_rect = window.canvas.mapFromScene(window.canvas.sceneRect()).boundingRect()
@@ -132,6 +134,7 @@ def make_screenshot(out: str | Path, image: str | Path | None = None, *,
               "overlay_fraction": round(fraction, 4),
               "platform": QGuiApplication.platformName(), "size": [shot.shape[1], shot.shape[0]],
               "status": window.time_label.text(), "message": window.message_bar.text()}
+    window.document._mark_saved()  # nothing to keep: close without asking
     window.close()
     return report
 

@@ -1,24 +1,37 @@
-"""Background segmentation: debounced, cancellable solves on a one-thread pool.
+"""Background segmentation: debounced, cancellable solves on a one-thread pool, results cached.
 
 Every request gets a generation number (ndv-style); submitting a new one sets the cancel flag
 of the running solve, and results of an older generation are dropped on arrival. Each result
-also carries the annotation revision it was computed for, so the window can ignore results
-for strokes that have since changed. The engine's :class:`segapp.Session` is only ever used
-from the worker thread (the pool has one thread, so solves never overlap).
+carries the *tag* it was asked for (image, stroke set, method, options), so the window shows
+it only if that is still what is on screen.
+
+Results are kept in a small LRU cache (:class:`ResultCache`, bounded in bytes) keyed by that
+tag: undo and redo come back to a stroke set that was segmented before, and its result is
+shown at once instead of being solved again.
+
+The engine's :class:`segapp.Session` is only used from the worker thread (the pool has one
+thread, so solves never overlap). It is rebuilt only when the image, the method or a *setup*
+option changes; *solve* options go to :meth:`Session.update`, which re-solves without
+rebuilding the graph or the multigrid hierarchy. When the library's ``update`` accepts a
+``preview`` callback (a coarse result of a large image before the full one), previews are
+forwarded to the window as ``previewReady``.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Hashable
 
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
+from .. import render
 from ..errors import Cancelled, SegappError
 from .qtcompat import emit
 
@@ -26,6 +39,17 @@ log = logging.getLogger(__name__)
 
 #: Wait this long after the last edit before solving (a burst of edits makes one solve).
 DEBOUNCE_MS = 120
+#: Results kept for undo/redo: at most this many bytes (labels + eigenvectors), newest kept.
+CACHE_BYTES = 768 * 2**20
+
+
+def split_options(method: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(setup, solve)`` options of ``method`` by their declared stage (:mod:`segapp.options`)."""
+    from ..methods import options_of
+
+    solve = {o.name for o in options_of(method) if o.stage == "solve"}
+    return ({k: v for k, v in options.items() if k not in solve},
+            {k: v for k, v in options.items() if k in solve})
 
 
 @dataclass(frozen=True)
@@ -33,7 +57,7 @@ class SolveRequest:
     """Everything one solve needs (immutable copies, safe to hand to another thread)."""
 
     generation: int
-    revision: int
+    tag: Hashable
     image_token: int
     image: np.ndarray
     scribbles: np.ndarray
@@ -41,29 +65,84 @@ class SolveRequest:
     options: tuple[tuple[str, Any], ...]
 
 
+@dataclass(frozen=True)
+class Result:
+    """A segmentation with what the window needs to show it without further work."""
+
+    segmentation: Any  # segapp.Segmentation
+    vmax: tuple[float, ...]  # colour range of each eigenvector's heat map (render.robust_vmax)
+    seconds: float
+    preview: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        s = self.segmentation
+        return int(np.asarray(s.labels).nbytes + np.asarray(s.eigenvectors).nbytes)
+
+
+def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Result:
+    """Attach the heat maps' colour ranges (worker thread: ~0.3 s per vector at 12 MP)."""
+    v = np.asarray(segmentation.eigenvectors)
+    vmax = tuple(render.robust_vmax(v[..., j]) for j in range(v.shape[-1])) if v.ndim == 3 \
+        else ()
+    return Result(segmentation, vmax, seconds, preview)
+
+
+class ResultCache:
+    """Least-recently-used results by tag, at most ``max_bytes`` (the newest is always kept)."""
+
+    def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Hashable, Result] = OrderedDict()
+
+    def get(self, tag: Hashable) -> Result | None:
+        r = self._items.get(tag)
+        if r is not None:
+            self._items.move_to_end(tag)
+        return r
+
+    def put(self, tag: Hashable, result: Result) -> None:
+        self._items[tag] = result
+        self._items.move_to_end(tag)
+        while len(self._items) > 1 and self.nbytes > self.max_bytes:
+            self._items.popitem(last=False)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(r.nbytes for r in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
 class _Signals(QObject):
     # Emitted from the worker thread; Qt queues them to the receiver's (GUI) thread.
-    started = Signal(int, int)  # generation, revision
-    finished = Signal(int, int, object, float)  # generation, revision, Segmentation, seconds
-    failed = Signal(int, int, str)  # generation, revision, message
-    cancelled = Signal(int, int)  # generation, revision
+    finished = Signal(int, object, object)  # generation, tag, Result
+    preview = Signal(int, object, object)  # generation, tag, Result
+    failed = Signal(int, object, str)  # generation, tag, message
+    cancelled = Signal(int, object)  # generation, tag
 
 
 class _SessionCache:
-    """The live Session, rebuilt when the image, method or an option changes (worker thread)."""
+    """The live Session, rebuilt when the image, method or a setup option changes."""
 
     def __init__(self) -> None:
         self.key: tuple | None = None
         self.session: Any = None
+        self.takes_preview = False
 
-    def get(self, req: SolveRequest) -> Any:
-        key = (req.image_token, req.method, req.options)
+    def get(self, req: SolveRequest, setup: dict[str, Any]) -> Any:
+        key = (req.image_token, req.method, tuple(sorted(setup.items())))
         if key != self.key:
-            import segapp  # the engine; imported lazily so the window opens fast
+            import segapp
 
             self.session = None  # free the old graph before building the new one
-            self.session = segapp.Session(req.image, method=req.method, **dict(req.options))
+            self.session = segapp.Session(req.image, method=req.method, **setup)
             self.key = key
+            self.takes_preview = "preview" in inspect.signature(self.session.update).parameters
         return self.session
 
 
@@ -77,63 +156,78 @@ class _SolveJob(QRunnable):
     def run(self) -> None:
         req = self.req
         if self.cancel.is_set():  # superseded while queued
-            emit(self.signals.cancelled, req.generation, req.revision)
+            emit(self.signals.cancelled, req.generation, req.tag)
             return
-        emit(self.signals.started, req.generation, req.revision)
         t = time.perf_counter()
         try:
-            session = self.cache.get(req)
+            setup, solve = split_options(req.method, dict(req.options))
+            session = self.cache.get(req, setup)
             if self.cancel.is_set():
                 raise Cancelled("superseded")
-            result = session.update(req.scribbles, cancel=self.cancel.is_set)
+            if self.cache.takes_preview:
+                solve["preview"] = self._preview(t)
+            seg = session.update(req.scribbles, cancel=self.cancel.is_set, **solve)
+            result = make_result(seg, time.perf_counter() - t)
         except Cancelled:
-            emit(self.signals.cancelled, req.generation, req.revision)
+            emit(self.signals.cancelled, req.generation, req.tag)
         except SegappError as exc:  # includes InvalidInputError, SolverError
             self.cache.key = None  # a failed session may hold half-updated state
-            emit(self.signals.failed, req.generation, req.revision, str(exc))
+            emit(self.signals.failed, req.generation, req.tag, str(exc))
         except MemoryError:
             self.cache.key, self.cache.session = None, None
-            emit(self.signals.failed, req.generation, req.revision,
-                                     "not enough memory to segment this image")
+            emit(self.signals.failed, req.generation, req.tag,
+                 "not enough memory to segment this image")
         except Exception as exc:  # a bug: report it in the window, log the traceback
             log.error("segmentation failed:\n%s", traceback.format_exc())
             self.cache.key = None
-            emit(self.signals.failed, req.generation, req.revision,
-                                     f"internal error ({type(exc).__name__}: {exc})")
+            emit(self.signals.failed, req.generation, req.tag,
+                 f"internal error ({type(exc).__name__}: {exc})")
         else:
-            emit(self.signals.finished, req.generation, req.revision, result,
-                                       time.perf_counter() - t)
+            emit(self.signals.finished, req.generation, req.tag, result)
+
+    def _preview(self, t0: float) -> Callable[[Any], None]:
+        def forward(seg: Any) -> None:
+            if not self.cancel.is_set():
+                emit(self.signals.preview, self.req.generation, self.req.tag,
+                     make_result(seg, time.perf_counter() - t0, preview=True))
+        return forward
 
 
 class SegmentationWorker(QObject):
-    """Runs segmentations off the GUI thread; newest request wins.
+    """Runs segmentations off the GUI thread; newest request wins; results cached.
 
     Signals
     -------
     busy(bool)
         A solve is queued or running (True) / nothing is pending (False).
-    resultReady(int revision, object segmentation, float seconds)
-        A result of the newest request.
-    failed(int revision, str message)
+    resultReady(object tag, object Result, bool cached)
+        A result of the newest request (from the cache: at once, inside :meth:`request`).
+    previewReady(object tag, object Result)
+        A coarse result of the newest request, before its full result.
+    failed(object tag, str message)
         The newest request failed (message fit for the user).
-    cancelled(int revision)
+    cancelled(object tag)
         A request was cancelled (superseded or :meth:`cancel`).
     """
 
     busy = Signal(bool)
-    resultReady = Signal(int, object, float)
-    failed = Signal(int, str)
-    cancelled = Signal(int)
+    resultReady = Signal(object, object, bool)
+    previewReady = Signal(object, object)
+    failed = Signal(object, str)
+    cancelled = Signal(object)
 
-    def __init__(self, parent: QObject | None = None, debounce_ms: int = DEBOUNCE_MS) -> None:
+    def __init__(self, parent: QObject | None = None, debounce_ms: int = DEBOUNCE_MS,
+                 cache_bytes: int = CACHE_BYTES) -> None:
         super().__init__(parent)
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)  # one Session, never used by two solves at once
         self._signals = _Signals(self)
         self._signals.finished.connect(self._on_finished)
+        self._signals.preview.connect(self._on_preview)
         self._signals.failed.connect(self._on_failed)
         self._signals.cancelled.connect(self._on_cancelled)
-        self._cache = _SessionCache()
+        self._sessions = _SessionCache()
+        self.results = ResultCache(cache_bytes)
         self._generation = 0
         self._cancel = threading.Event()
         self._pending: dict[str, Any] | None = None
@@ -151,6 +245,7 @@ class SegmentationWorker(QObject):
         self.cancel()
         self._image = image
         self._image_token += 1
+        self.results.clear()
 
     @property
     def generation(self) -> int:
@@ -160,15 +255,28 @@ class SegmentationWorker(QObject):
     def is_busy(self) -> bool:
         return self._running > 0 or self._timer.isActive()
 
+    def tag(self, strokes_key: Hashable, method: str, options: dict[str, Any]) -> tuple:
+        """What identifies a result: image, stroke set, method and options."""
+        return (self._image_token, strokes_key, method, tuple(sorted(options.items())))
+
     # -- requests --------------------------------------------------------------------------
-    def request(self, scribbles: np.ndarray, revision: int, method: str,
-                options: dict[str, Any], debounce: bool = True) -> None:
-        """Ask for a segmentation of ``scribbles`` (copied now) at annotation ``revision``."""
+    def request(self, scribbles: np.ndarray, strokes_key: Hashable, method: str,
+                options: dict[str, Any], debounce: bool = True) -> tuple:
+        """Ask for a segmentation of ``scribbles`` (copied now); returns the request's tag.
+
+        A cached result is announced at once (``resultReady`` before this returns).
+        """
         if self._image is None:
             raise RuntimeError("set_image() first")
+        tag = self.tag(strokes_key, method, options)
+        cached = self.results.get(tag)
+        if cached is not None:
+            self.cancel()  # whatever was pending is for another stroke set
+            emit(self.resultReady, tag, cached, True)
+            return tag
         self._cancel.set()  # a newer edit cancels the running solve at once
         self._pending = {"scribbles": np.array(scribbles, dtype=np.int32, copy=True),
-                         "revision": int(revision), "method": method,
+                         "tag": tag, "method": method,
                          "options": tuple(sorted(options.items()))}
         emit(self.busy, True)
         if debounce:
@@ -176,6 +284,7 @@ class SegmentationWorker(QObject):
         else:
             self._timer.stop()
             self._submit_pending()
+        return tag
 
     def cancel(self) -> None:
         """Cancel the running solve and drop any pending request."""
@@ -196,10 +305,10 @@ class SegmentationWorker(QObject):
             return
         self._generation += 1
         self._cancel = threading.Event()
-        req = SolveRequest(self._generation, p["revision"], self._image_token, self._image,
+        req = SolveRequest(self._generation, p["tag"], self._image_token, self._image,
                            p["scribbles"], p["method"], p["options"])
         self._running += 1
-        self._pool.start(_SolveJob(req, self._cancel, self._cache, self._signals))
+        self._pool.start(_SolveJob(req, self._cancel, self._sessions, self._signals))
 
     # -- results (GUI thread) --------------------------------------------------------------
     def _job_done(self) -> None:
@@ -207,17 +316,22 @@ class SegmentationWorker(QObject):
         if not self.is_busy:
             emit(self.busy, False)
 
-    def _on_finished(self, generation: int, revision: int, result: object,
-                     seconds: float) -> None:
+    def _on_finished(self, generation: int, tag: Hashable, result: Result) -> None:
         self._job_done()
-        if generation == self._generation:  # stale generations are dropped
-            emit(self.resultReady, revision, result, seconds)
+        if tag[0] == self._image_token:
+            self.results.put(tag, result)  # a superseded result may still be undone to
+        if generation == self._generation:  # stale generations are not shown
+            emit(self.resultReady, tag, result, False)
 
-    def _on_failed(self, generation: int, revision: int, message: str) -> None:
+    def _on_preview(self, generation: int, tag: Hashable, result: Result) -> None:
+        if generation == self._generation:
+            emit(self.previewReady, tag, result)
+
+    def _on_failed(self, generation: int, tag: Hashable, message: str) -> None:
         self._job_done()
         if generation == self._generation:
-            emit(self.failed, revision, message)
+            emit(self.failed, tag, message)
 
-    def _on_cancelled(self, generation: int, revision: int) -> None:
+    def _on_cancelled(self, generation: int, tag: Hashable) -> None:
         self._job_done()
-        emit(self.cancelled, revision)
+        emit(self.cancelled, tag)

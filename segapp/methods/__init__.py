@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..errors import InvalidInputError
 from ..options import Option
 from .ccskl import CCSKL

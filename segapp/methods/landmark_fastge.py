@@ -76,10 +76,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import (LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel,
-                         partition)
+from ..landmarks import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel
 from ..options import Option, pick
-from ..partition import STROKE_AGREEMENT
 from .fastge import OPTIONS as FASTGE_OPTIONS
 
 #: The landmark graph's options and FAST-GE's constraint weight and eigenvector count.
@@ -159,14 +157,10 @@ class LandmarkFastGE(LandmarkMethod):
             Y = basis.T @ z
             timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
             check_cancel(cancel)
-            t = time.perf_counter()
-            rng = np.random.default_rng([o["seed"], 1])
-            labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
-                                  rng=rng, cancel=cancel)
-            timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
+            labels, X, separated = self._partition(Y, strokes, timings, cancel)
             # As FAST-GE: one more vector when the strokes are not separated (with k − 1 = 1
             # vector, row normalisation leaves only its sign to tell two labels apart).
-            if min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT or m >= strokes.k:
+            if separated or m >= strokes.k:
                 break
             m += 1
         return labels, X, lam, {"vectors": m}

@@ -11,7 +11,7 @@ overlap — the strokes name the clusters, they do not shape them.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp

@@ -79,9 +79,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel, partition
+from ..landmarks import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel
 from ..options import Option
-from ..partition import STROKE_AGREEMENT
 
 OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + (
     Option("beta0", float, 0.1, "constraint strength β = β₀ γ_{k−1} (§5.3's constant)", "solve",
@@ -156,14 +155,9 @@ class SCACS(LandmarkMethod):
             Y = basis.T @ (V @ (np.eye(m) - VAV))                      # step 11 (coefficients)
             lam = 1.0 / mu[pos][sel]
             check_cancel(cancel)
-            t = time.perf_counter()
-            rng = np.random.default_rng([o["seed"], 1])
-            labels, X = partition(basis.code, Y, strokes, sample=o["kmeans_sample"],
-                                  rng=rng, cancel=cancel)
-            timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
+            labels, X, separated = self._partition(Y, strokes, timings, cancel)
             # One more of the feasible vectors when the strokes are not separated (issue 10).
-            if (min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT
-                    or m >= min(k, pos.size)):
+            if separated or m >= min(k, pos.size):
                 break
             m += 1
         timings["eigensolver"] = time.perf_counter() - t_eig - timings["partition"]

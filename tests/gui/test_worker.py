@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 import segapp
+from segapp import Segmentation
 from segapp.errors import Cancelled
-from segapp.gui.worker import SegmentationWorker
+from segapp.gui.worker import ResultCache, SegmentationWorker, make_result
+
+
+def fake_result(value: int) -> Segmentation:
+    labels = np.full((20, 30), value, np.int32)
+    return Segmentation(labels, (value,), np.zeros((20, 30, 1), np.float32), np.zeros(1))
 
 
 class ScriptedSession:
@@ -20,24 +26,27 @@ class ScriptedSession:
     honour_cancel = True
     started = threading.Event()
     created = 0
+    solves = 0
 
     def __init__(self, image, method="fastge", **options):
         type(self).created += 1
 
     def update(self, scribbles, cancel=None):
         type(self).started.set()
+        type(self).solves += 1
         end = time.perf_counter() + self.delay
         while time.perf_counter() < end:
             if self.honour_cancel and cancel is not None and cancel():
                 raise Cancelled("cancelled")
             time.sleep(0.002)
-        return ("result", int(scribbles.max()))
+        return fake_result(int(scribbles.max()))
 
 
 @pytest.fixture
 def worker(qtbot, monkeypatch):
     ScriptedSession.started = threading.Event()
-    ScriptedSession.delay, ScriptedSession.honour_cancel, ScriptedSession.created = 5.0, True, 0
+    ScriptedSession.delay, ScriptedSession.honour_cancel = 5.0, True
+    ScriptedSession.created = ScriptedSession.solves = 0
     monkeypatch.setattr(segapp, "Session", ScriptedSession)
     w = SegmentationWorker(debounce_ms=10)
     w.set_image(np.zeros((20, 30), np.float32))
@@ -46,9 +55,12 @@ def worker(qtbot, monkeypatch):
     assert w.wait_idle(5000)
 
 
+def value(result) -> int:
+    return int(result.segmentation.labels.max())
+
+
 def test_cancel_is_honoured_within_200_ms(qtbot, worker):
-    worker.request(np.ones((20, 30), int), revision=1, method="fastge", options={},
-                   debounce=False)
+    worker.request(np.ones((20, 30), int), 1, method="fastge", options={}, debounce=False)
     assert ScriptedSession.started.wait(5)
     with qtbot.waitSignal(worker.cancelled, timeout=2000):
         t = time.perf_counter()
@@ -62,16 +74,16 @@ def test_newer_request_cancels_the_running_solve_and_wins(qtbot, worker):
     worker.request(np.ones((20, 30), int), 1, "fastge", {}, debounce=False)
     assert ScriptedSession.started.wait(5)
     results = []
-    worker.resultReady.connect(lambda rev, res, sec: results.append((rev, res)))
+    worker.resultReady.connect(lambda tag, res, cached: results.append((tag[1], value(res))))
     with qtbot.waitSignal(worker.resultReady, timeout=5000):
         worker.request(np.full((20, 30), 2), 2, "fastge", {}, debounce=False)
-    assert results == [(2, ("result", 2))]
+    assert results == [(2, 2)]
 
 
 def test_results_of_superseded_generations_are_dropped(qtbot, worker):
     ScriptedSession.delay, ScriptedSession.honour_cancel = 0.15, False  # finishes anyway
     results = []
-    worker.resultReady.connect(lambda rev, res, sec: results.append(rev))
+    worker.resultReady.connect(lambda tag, res, cached: results.append(tag[1]))
     worker.request(np.ones((20, 30), int), 1, "fastge", {}, debounce=False)
     assert ScriptedSession.started.wait(5)
     with qtbot.waitSignal(worker.resultReady, timeout=5000):
@@ -83,14 +95,58 @@ def test_results_of_superseded_generations_are_dropped(qtbot, worker):
 def test_debounce_merges_a_burst_into_one_solve_and_options_rebuild_the_session(qtbot, worker):
     ScriptedSession.delay = 0.0
     results = []
-    worker.resultReady.connect(lambda rev, res, sec: results.append(rev))
+    worker.resultReady.connect(lambda tag, res, cached: results.append(tag[1]))
     with qtbot.waitSignal(worker.resultReady, timeout=5000):
-        for rev in range(1, 6):
-            worker.request(np.full((20, 30), rev), rev, "fastge", {"sigma": None})
+        for key in range(1, 6):
+            worker.request(np.full((20, 30), key), key, "fastge", {"sigma": None})
     assert results == [5] and ScriptedSession.created == 1
     with qtbot.waitSignal(worker.resultReady, timeout=5000):
         worker.request(np.ones((20, 30), int), 6, "fastge", {"sigma": 0.1})
     assert ScriptedSession.created == 2
+
+
+def test_a_stroke_set_solved_before_is_answered_from_the_cache_at_once(qtbot, worker):
+    """Undo/redo: coming back to a stroke set shows its result without solving again."""
+    ScriptedSession.delay = 0.0
+    got = []
+    worker.resultReady.connect(lambda tag, res, cached: got.append((tag[1], value(res), cached)))
+    for key in (1, 2):
+        with qtbot.waitSignal(worker.resultReady, timeout=5000):
+            worker.request(np.full((20, 30), key), key, "fastge", {})
+    assert ScriptedSession.solves == 2
+    worker.request(np.full((20, 30), 1), 1, "fastge", {})  # "undo" to stroke set 1
+    assert got[-1] == (1, 1, True)  # announced before request() returned
+    assert not worker.is_busy and ScriptedSession.solves == 2
+    with qtbot.waitSignal(worker.resultReady, timeout=5000):  # other options: a new solve
+        worker.request(np.full((20, 30), 1), 1, "fastge", {"sigma": 0.2})
+    assert got[-1] == (1, 1, False) and ScriptedSession.solves == 3
+
+
+def test_result_cache_is_bounded_in_bytes_and_keeps_the_newest():
+    one = make_result(fake_result(1), 0.1)
+    cache = ResultCache(max_bytes=int(2.5 * one.nbytes))
+    for key in range(5):
+        cache.put(key, make_result(fake_result(key + 1), 0.1))
+        assert cache.nbytes <= cache.max_bytes
+    assert len(cache) == 2 and cache.get(4) is not None and cache.get(0) is None
+    tiny = ResultCache(max_bytes=1)  # never empty: the newest result is always kept
+    tiny.put("a", one)
+    assert tiny.get("a") is one
+
+
+def test_previews_are_forwarded_when_the_library_offers_them(qtbot, worker, monkeypatch):
+    def update(self, scribbles, cancel=None, preview=None):
+        preview(fake_result(7))
+        return fake_result(int(scribbles.max()))
+
+    monkeypatch.setattr(ScriptedSession, "update", update)
+    seen = []
+    worker.previewReady.connect(lambda tag, res: seen.append(("preview", value(res), res.preview)))
+    worker.resultReady.connect(lambda tag, res, cached: seen.append(("full", value(res),
+                                                                        res.preview)))
+    with qtbot.waitSignal(worker.resultReady, timeout=5000):
+        worker.request(np.full((20, 30), 3), 1, "fastge", {}, debounce=False)
+    assert seen == [("preview", 7, True), ("full", 3, False)]
 
 
 def test_unexpected_exception_becomes_a_message(qtbot, worker, monkeypatch):
@@ -100,4 +156,5 @@ def test_unexpected_exception_becomes_a_message(qtbot, worker, monkeypatch):
     monkeypatch.setattr(ScriptedSession, "update", boom)
     with qtbot.waitSignal(worker.failed, timeout=5000) as blocker:
         worker.request(np.ones((20, 30), int), 1, "fastge", {}, debounce=False)
-    assert blocker.args == [1, "internal error (ZeroDivisionError: oops)"]
+    assert blocker.args[0][1] == 1
+    assert blocker.args[1] == "internal error (ZeroDivisionError: oops)"

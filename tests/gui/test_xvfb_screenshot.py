@@ -8,50 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def xvfb_display():
-    """Start Xvfb on a free display; skip (with the reason) only if that is impossible."""
-    exe = shutil.which("Xvfb")
-    if exe is None:
-        pytest.skip("Xvfb is not installed (apt-get install $(cat .ci/apt-packages.txt))")
-    # -displayfd: Xvfb picks a free display number and writes it to the pipe when ready.
-    r, w = os.pipe()
-    proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "1280x1024x24",
-                             "-nolisten", "tcp"], pass_fds=(w,), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    os.close(w)
-    number = b""
-    try:
-        with os.fdopen(r, "rb") as fh:
-            number = fh.readline().strip()
-    except OSError:
-        pass
-    if not number:
-        err = proc.stderr.read().decode(errors="replace")[-500:] if proc.poll() is not None else ""
-        proc.kill()
-        proc.wait()
-        pytest.skip(f"Xvfb could not be started: {err or 'no display number reported'}")
-    try:
-        yield f":{number.decode()}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_app_under_xvfb_paints_segments_and_screenshots(xvfb_display, tmp_path):

@@ -1,0 +1,134 @@
+"""Pair each image of a folder with its scribble file by file stem.
+
+The rule (also in ``segapp batch --help`` and the README):
+
+* an *image* is any file directly in ``images_dir`` whose suffix is in :data:`IMAGE_SUFFIXES`
+  (case-insensitive; sub-folders are not searched);
+* its scribbles are the first of the ``patterns`` (default :data:`DEFAULT_PATTERNS`,
+  ``{stem}_scribbles.png`` then ``{stem}.png``) that names an existing file in
+  ``scribbles_dir``, never the image file itself;
+* a file that is some image's scribbles is not an image too — so images and scribbles may
+  share one folder (``photo.jpg`` + ``photo_scribbles.png``, as in ``sample_images/``);
+* two images with the same stem (``a.jpg`` and ``a.tif``) would write the same output file:
+  both are reported as failed, neither is segmented.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InvalidInputError
+
+__all__ = ["DEFAULT_PATTERNS", "IMAGE_SUFFIXES", "Pair", "Pairing", "find_pairs"]
+
+#: Scribble file names tried in order; ``{stem}`` is the image's file name without suffix.
+DEFAULT_PATTERNS: tuple[str, ...] = ("{stem}_scribbles.png", "{stem}.png")
+
+#: File suffixes taken as images (formats Pillow reads).
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp",
+                            ".gif", ".ppm", ".pgm", ".jp2"})
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One image and its scribble file; ``stem`` names the outputs."""
+
+    stem: str
+    image: Path
+    scribbles: Path
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """What :func:`find_pairs` found.
+
+    Attributes
+    ----------
+    pairs : list of Pair
+        Sorted by image path.
+    unpaired : list of Path
+        Images without a scribble file.
+    clashes : list of Pair
+        Pairs whose stem another image shares (they would overwrite each other's output).
+    """
+
+    pairs: list[Pair]
+    unpaired: list[Path]
+    clashes: list[Pair]
+
+
+def check_pattern(pattern: str) -> str:
+    """Return ``pattern`` if it is a file name with exactly the field ``{stem}``.
+
+    Raises
+    ------
+    segapp.errors.InvalidInputError
+        Other fields, no ``{stem}``, or a path separator (scribbles are looked up in one folder).
+    """
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None}
+    except ValueError as exc:
+        raise InvalidInputError(f"--pattern {pattern!r}: {exc}") from None
+    if fields != {"stem"}:
+        raise InvalidInputError(f"--pattern {pattern!r} must contain {{stem}} and no other field")
+    if "/" in pattern or "\\" in pattern:
+        raise InvalidInputError(f"--pattern {pattern!r} must be a file name, not a path")
+    return pattern
+
+
+def find_pairs(images_dir: Path | str, scribbles_dir: Path | str | None = None,
+               patterns: tuple[str, ...] | list[str] = DEFAULT_PATTERNS) -> Pairing:
+    """Pair the images of ``images_dir`` with scribble files (rules in the module docstring).
+
+    Parameters
+    ----------
+    images_dir : path
+        Folder of images.
+    scribbles_dir : path, optional
+        Folder of scribble files; default ``images_dir``.
+    patterns : sequence of str
+        Scribble file names to try, in order, each with the field ``{stem}``.
+
+    Returns
+    -------
+    Pairing
+
+    Raises
+    ------
+    segapp.errors.InvalidInputError
+        A folder that does not exist or a bad pattern.
+    """
+    images_dir = Path(images_dir)
+    scribbles_dir = images_dir if scribbles_dir is None else Path(scribbles_dir)
+    for what, d in (("images", images_dir), ("scribbles", scribbles_dir)):
+        if not d.is_dir():
+            raise InvalidInputError(f"{d}: {what} folder does not exist or is not a folder")
+    patterns = tuple(check_pattern(p) for p in patterns)
+    if not patterns:
+        raise InvalidInputError("at least one --pattern is needed")
+    candidates = sorted(p for p in images_dir.iterdir()
+                        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    scribbles_of: dict[Path, Path | None] = {}
+    for image in candidates:
+        scribbles_of[image] = next(
+            (s for s in (scribbles_dir / pat.format(stem=image.stem) for pat in patterns)
+             if s.is_file() and not _same_file(s, image)), None)
+    used = {s.resolve() for s in scribbles_of.values() if s is not None}
+    images = [p for p in candidates if p.resolve() not in used]
+    pairs = [Pair(p.stem, p, scribbles_of[p]) for p in images  # type: ignore[arg-type]
+             if scribbles_of[p] is not None]
+    counts: dict[str, int] = {}
+    for pair in pairs:
+        counts[pair.stem] = counts.get(pair.stem, 0) + 1
+    return Pairing(pairs=[p for p in pairs if counts[p.stem] == 1],
+                   unpaired=[p for p in images if scribbles_of[p] is None],
+                   clashes=[p for p in pairs if counts[p.stem] > 1])
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False

@@ -1,0 +1,199 @@
+"""Run a batch: build the tasks, skip finished ones, collect rows, keep the report current."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SegappError
+from ..io import DEFAULT_PIXEL_LIMIT
+from .executors import Executor, SerialExecutor
+from .pairing import Pairing
+from .progress import Progress
+from .report import read_previous, write_report
+from .task import Task, failed_row, segment_pair
+
+__all__ = ["BatchResult", "run_batch", "output_paths", "MAX_EXIT_STATUS"]
+
+#: Exit statuses of ``segapp batch`` count failed images up to this value.
+MAX_EXIT_STATUS = 100
+
+Row = dict[str, Any]
+
+
+@dataclass
+class BatchResult:
+    """What a batch did.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One report row per image (see :mod:`segapp.batch.report`).
+    seconds : float
+        Wall time of the run, start-up of the workers included.
+    executor : str
+        Where the tasks ran.
+    """
+
+    rows: list[Row] = field(default_factory=list)
+    seconds: float = 0.0
+    executor: str = ""
+
+    def count(self, status: str) -> int:
+        return sum(r["status"] == status for r in self.rows)
+
+    @property
+    def failed(self) -> int:
+        return self.count("failed")
+
+    @property
+    def exit_status(self) -> int:
+        """Number of failed images, capped at :data:`MAX_EXIT_STATUS` (0 = all good)."""
+        return min(self.failed, MAX_EXIT_STATUS)
+
+    def summary(self) -> dict[str, Any]:
+        done = self.count("ok") + self.failed
+        return {"images": len(self.rows), **{s: self.count(s) for s in
+                                             ("ok", "failed", "skipped", "no_scribbles")},
+                "wall_seconds": round(self.seconds, 2), "executor": self.executor,
+                "images_per_minute": round(60 * done / self.seconds, 2) if self.seconds else 0}
+
+
+def output_paths(out_dir: Path, stem: str, overlay: bool) -> tuple[Path, Path | None]:
+    """Label map ``OUT/stem.png`` and, with ``overlay``, ``OUT/stem_overlay.png``."""
+    return out_dir / f"{stem}.png", (out_dir / f"{stem}_overlay.png" if overlay else None)
+
+
+def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
+              options: dict[str, Any] | None = None, overlay: bool = False,
+              overwrite: bool = False, executor: Executor | None = None,
+              progress: bool = True, on_result: Callable[[Row], None] | None = None,
+              report_every: float = 30.0,
+              pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> BatchResult:
+    """Segment every pair of ``pairing`` into ``out_dir``; write ``report.csv``/``.json``.
+
+    Parameters
+    ----------
+    pairing : Pairing
+        From :func:`segapp.batch.find_pairs`.
+    out_dir : path
+        Created if missing; must not be a folder of images or scribbles (outputs are
+        ``stem.png`` and would overwrite them).
+    method, options
+        As for :func:`segapp.segment` (``options`` may hold ``max_pixels``).
+    overlay : bool
+        Also write ``stem_overlay.png``.
+    overwrite : bool
+        Recompute pairs whose outputs exist (default: skip them, which makes a batch
+        resumable).
+    executor : Executor, optional
+        Default :class:`SerialExecutor`. Not closed here.
+    progress : bool
+        Show a progress bar on stderr.
+    on_result : callable, optional
+        Called with each finished row (in completion order).
+    report_every : float
+        Seconds between rewrites of the report while running.
+    pixel_limit : int or None
+        Image and scribble files declaring more pixels fail (checked before decoding, so a
+        huge file cannot exhaust a worker's memory); None = no limit.
+
+    Returns
+    -------
+    BatchResult
+
+    Raises
+    ------
+    segapp.errors.SegappError
+        ``out_dir`` cannot be created or is an input folder.
+    KeyboardInterrupt
+        After writing the report of what finished.
+    """
+    t0 = time.perf_counter()
+    # Tasks carry absolute paths: a cluster worker's working folder is not ours.
+    out = Path(out_dir).absolute()
+    _prepare_out_dir(out, pairing)
+    executor = executor or SerialExecutor()
+    previous = read_previous(out)
+    result = BatchResult(executor=executor.describe())
+    tasks: list[Task] = []
+    for pair in pairing.pairs:
+        labels_path, overlay_path = output_paths(out, pair.stem, overlay)
+        task = Task(image=str(pair.image.absolute()),
+                    scribbles=str(pair.scribbles.absolute()), output=str(labels_path),
+                    overlay=str(overlay_path) if overlay_path else None, method=method,
+                    options=dict(options or {}), pixel_limit=pixel_limit)
+        if not overwrite and all(p.exists() for p in (labels_path, overlay_path) if p):
+            result.rows.append(_skipped_row(task, previous.get(task.image)))
+        else:
+            tasks.append(task)
+    for pair in pairing.clashes:
+        labels_path, overlay_path = output_paths(out, pair.stem, overlay)
+        task = Task(str(pair.image.absolute()), str(pair.scribbles.absolute()),
+                    str(labels_path), str(overlay_path) if overlay_path else None, method)
+        result.rows.append(failed_row(task, f"another image has the stem {pair.stem!r} (same "
+                                            f"output file): rename one of them"))
+    for image in pairing.unpaired:
+        result.rows.append({"image": str(image.absolute()), "status": "no_scribbles",
+                            "error": "no scribble file found"})
+
+    bar = Progress(len(tasks), enabled=progress)
+    last_write = time.perf_counter()
+    try:
+        for _, row in executor.map_unordered(segment_pair, tasks):
+            result.rows.append(row)
+            bar.update(row)
+            if on_result is not None:
+                on_result(row)
+            if time.perf_counter() - last_write > report_every:
+                result.seconds = time.perf_counter() - t0
+                write_report(out, result.rows, result.summary())
+                last_write = time.perf_counter()
+    finally:  # also on Ctrl-C: the report holds what finished, a rerun resumes the rest
+        bar.close()
+        result.seconds = time.perf_counter() - t0
+        write_report(out, result.rows, {**result.summary(), "method": method,
+                                        "options": _jsonable(options or {})})
+    _remove_stale_temporaries(out, result.rows)
+    return result
+
+
+def _prepare_out_dir(out: Path, pairing: Pairing) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SegappError(f"cannot create output folder {out}: "
+                          f"{(exc.strerror or str(exc)).lower()}") from None
+    inputs = {p.image.parent.resolve() for p in pairing.pairs + pairing.clashes}
+    inputs |= {p.scribbles.parent.resolve() for p in pairing.pairs + pairing.clashes}
+    if out.resolve() in inputs:
+        raise SegappError(f"output folder {out} holds the inputs: choose another (outputs "
+                          f"are STEM.png and could overwrite images or scribbles)")
+
+
+def _skipped_row(task: Task, before: Row | None) -> Row:
+    row = failed_row(task, "")
+    if before is not None and before.get("status") in ("ok", "skipped"):
+        row.update({k: v for k, v in before.items() if k in row})
+    row.update(status="skipped", error="")
+    return row
+
+
+def _remove_stale_temporaries(out: Path, rows: list[Row]) -> None:
+    """Delete ``.NAME.<random>.tmp`` files left next to our outputs by killed workers."""
+    names = {"report.csv", "report.json"}
+    for r in rows:
+        names |= {Path(str(r.get(k))).name for k in ("output", "overlay") if r.get(k)}
+    for tmp in out.glob(".*.tmp"):
+        if tmp.name[1:].rsplit(".", 2)[0] in names:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _jsonable(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+            for k, v in options.items()}

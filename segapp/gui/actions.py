@@ -1,0 +1,103 @@
+"""Every menu / toolbar / shortcut action of the app, as data.
+
+The window creates one ``QAction`` per :class:`Spec` and connects it by name; the Help ▸
+Keyboard Shortcuts table, the menus and ``tests/gui/test_docs.py`` (which checks the table in
+``docs/gui.md``) all read this list, so a shortcut exists in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..annotation import MAX_LABELS
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    text: str
+    keys: tuple[str, ...] = ()  # portable key sequences ("Ctrl+O") or QKeySequence.StandardKey names
+    icon: str = ""
+    tip: str = ""
+    checkable: bool = False
+
+
+def _s(name: str, text: str, *keys: str, icon: str = "", tip: str = "",
+       checkable: bool = False) -> Spec:
+    return Spec(name, text, keys, icon, tip, checkable)
+
+
+SPECS: tuple[Spec, ...] = (
+    # File
+    _s("open", "&Open…", "Ctrl+O", icon="open", tip="Open an image or a saved session"),
+    _s("import_scribbles", "&Import Scribbles / Labels…", "Ctrl+I", icon="import",
+       tip="Load strokes from a label-id PNG or a colour-stroke PNG (as segapp segment reads "
+           "them); undoable"),
+    _s("save_session", "&Save Session", "Ctrl+S", icon="save",
+       tip="Save image path, strokes and labels"),
+    _s("save_session_as", "Save Session &As…", "Ctrl+Shift+S"),
+    _s("export_all", "Export &All…", "Ctrl+E", icon="export",
+       tip="Export label map, masks, overlay and heat maps"),
+    _s("export_labels", "&Label Map…"),
+    _s("export_masks", "Binary &Masks (one per label)…"),
+    _s("export_overlay", "Colour &Overlay…"),
+    _s("export_heatmaps", "Eigenvector &Heat Maps…"),
+    _s("quit", "&Quit", "Ctrl+Q"),
+    # Edit
+    _s("undo", "&Undo", "Ctrl+Z", icon="undo", tip="Undo the last stroke"),
+    _s("redo", "&Redo", "Ctrl+Shift+Z", "Ctrl+Y", icon="redo", tip="Redo"),
+    _s("clear_label", "Clear Current &Label", "Delete", icon="clear",
+       tip="Erase every stroke of the current label"),
+    _s("clear_all", "Clear &All Strokes", "Ctrl+Delete"),
+    # Paint
+    _s("brush", "&Brush", "B", icon="brush", tip="Paint with the current label", checkable=True),
+    _s("eraser", "&Eraser", "E", icon="eraser", tip="Erase strokes", checkable=True),
+    _s("fill", "&Fill Region", "G", icon="fill", checkable=True,
+       tip="Click a region of the segmentation to paint all of it with the current label"),
+    _s("unlabelled_only", "Paint &Unlabelled Pixels Only", "U", checkable=True,
+       tip="Strokes and fills leave pixels that already carry a label alone"),
+    _s("bigger", "Bigger Brush", "]"),
+    _s("smaller", "Smaller Brush", "["),
+    _s("brush_screen", "Brush Size in &Screen Pixels", checkable=True,
+       tip="On: the brush keeps its size on screen at every zoom. Off: image pixels"),
+    *(_s(f"label{i}", f"Label {i}", str(i)) for i in range(1, MAX_LABELS + 1)),
+    # View
+    _s("fit", "&Fit to Window", "F", "Ctrl+0", icon="zoom-fit"),
+    _s("actual", "Actual Size (&1:1)", "Ctrl+1", icon="zoom-original"),
+    _s("zoom_in", "Zoom &In", "Ctrl++", "Ctrl+="),
+    _s("zoom_out", "Zoom &Out", "Ctrl+-"),
+    _s("show_overlay", "Show &Segmentation", "O", checkable=True),
+    _s("show_strokes", "Show S&trokes", "S", checkable=True),
+    _s("show_image", "Show &Image", "I", checkable=True),
+    _s("boundaries", "&Boundaries Only", "D", checkable=True,
+       tip="Draw only the region boundaries"),
+    _s("hide_heatmap", "Hide Eigenvector View", "Esc"),
+    # Help
+    _s("shortcuts", "&Keyboard Shortcuts", "F1"),
+    _s("about", "&About segapp"),
+)
+
+#: Mouse gestures, listed with the shortcuts (Help ▸ Keyboard Shortcuts and docs/gui.md).
+GESTURES: tuple[tuple[str, str], ...] = (
+    ("Paint / fill", "Left-drag / left-click"),
+    ("Change brush size", "Ctrl+Wheel"),
+    ("Zoom", "Wheel"),
+    ("Pan", "Middle-drag or Space+drag"),
+    ("Rename label", "Double-click in Labels"),
+)
+
+MENUS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
+    ("&File", ("open", "@recent", "@samples", "import_scribbles", None, "save_session",
+               "save_session_as", None, "@export", None, "quit")),
+    ("&Edit", ("undo", "redo", None, "clear_label", "clear_all")),
+    ("&Paint", ("brush", "eraser", "fill", None, "unlabelled_only", "brush_screen", "bigger",
+                "smaller", None, *(f"label{i}" for i in range(1, MAX_LABELS + 1)))),
+    ("&View", ("fit", "actual", "zoom_in", "zoom_out", None, "show_overlay", "show_strokes",
+               "show_image", "boundaries", "hide_heatmap", None, "@docks")),
+    ("&Help", ("shortcuts", "about")),
+)
+EXPORT_MENU = ("export_labels", "export_masks", "export_overlay", "export_heatmaps", None,
+               "export_all")
+TOOLBAR = ("open", "save_session", "export_all", None, "undo", "redo", None, "brush", "eraser",
+           "fill", "@brush_size", None, "@opacity", None, "show_overlay", "show_strokes",
+           "show_image", "boundaries", None, "fit", "actual")

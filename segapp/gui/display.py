@@ -1,0 +1,168 @@
+"""Segmentation on screen: asks the worker for a result when the strokes or options change,
+shows the result of the strokes on screen, and draws its layers off the GUI thread.
+
+Wiring only: what to draw comes from :class:`~segapp.gui.state.AppState` (which calls
+:mod:`segapp.render`), solving from :class:`~segapp.gui.worker.SegmentationWorker`, drawing
+from :class:`~segapp.gui.renderer.Renderer`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from .. import render
+from ..annotation import AnnotationModel, EditRecord
+from .canvas import Canvas
+from .qtcompat import emit
+from .renderer import Renderer
+from .state import AppState, Shown
+from .worker import Result, SegmentationWorker
+
+
+class Display(QObject):
+    """Keeps :attr:`AppState.shown` the segmentation of the strokes on screen.
+
+    Signals
+    -------
+    shownChanged(object tag)
+        A result for this request tag is now on display (its overlay drawn).
+    message(str)
+        Something for the status bar.
+    """
+
+    shownChanged = Signal(object)
+    message = Signal(str)
+    status = Signal(str)
+
+    def __init__(self, state: AppState, canvas: Canvas, worker: SegmentationWorker,
+                 edit: Callable[[EditRecord | None], None], parent: QObject | None = None):
+        super().__init__(parent)
+        self.state, self.canvas, self.worker, self.edit = state, canvas, worker, edit
+        self.renderer = Renderer(self)
+        self.renderer.ready.connect(self._on_drawn)
+        self.tag: Any = None  # the request for the strokes on screen
+        worker.resultReady.connect(self._on_result)
+        worker.previewReady.connect(self._on_preview)
+        worker.failed.connect(self._on_failed)
+        state.events.image_changed.connect(self._on_image)
+        state.watch(self.request, "method", "options")
+        state.watch(self.draw_overlay, "shown", "boundaries")
+        state.watch(self.draw_heatmap, "heatmap")
+        canvas.fillRequested.connect(self.fill)
+        self._model: AnnotationModel | None = None
+
+    # -- requests --------------------------------------------------------------------------
+    def _on_image(self, model: AnnotationModel) -> None:
+        if self._model is not None:
+            self._model.labels_changed.disconnect(self._on_labels)
+        self._model = model
+        model.labels_changed.connect(self._on_labels)
+        self.worker.set_image(self.state.image)
+        # Solve when the stroke set changes (its history key): never on raw model changes,
+        # which precede the new key for edits that are pushed after they are applied.
+        self.state.history.changed.connect(self.request)
+        self.renderer.clear("overlay")
+        self.renderer.clear("heatmap")
+        self.request()
+
+    def _on_labels(self, _label_id: int) -> None:
+        self.draw_overlay()
+
+    def request(self, debounce: bool = True) -> None:
+        """Segment the strokes on screen (a cached result is shown at once)."""
+        model = self.state.strokes
+        if model is None:
+            return
+        if not model.can_segment():
+            self.worker.cancel()
+            self.tag = None
+            self.state.shown = None
+            self.state.heatmap = -1
+            n = len(model.label_ids_present())
+            emit(self.status, "")
+            emit(self.message, "Paint strokes with at least two labels to segment"
+                 + (" (one label so far)" if n == 1 else ""))
+            return
+        self.tag = self.worker.tag(self.state.stroke_key(), self.state.method,
+                                   self.state.option_dict())
+        if self.state.shown is not None and self.state.shown.tag == self.tag:
+            return
+        self.worker.request(model.scribbles, self.state.stroke_key(), self.state.method,
+                            self.state.option_dict(), debounce=debounce)
+
+    # -- results ---------------------------------------------------------------------------
+    def _on_result(self, tag: Any, result: Result, cached: bool) -> None:
+        if tag != self.tag:
+            return  # for strokes or options that have changed since: a newer one is coming
+        self.state.shown = Shown(tag, result, cached=cached)
+        heat = self.state.heatmap
+        if heat >= np.asarray(result.segmentation.eigenvectors).shape[-1]:
+            self.state.heatmap = -1
+        elif heat >= 0:
+            self.draw_heatmap()
+        seg = result.segmentation
+        lost = getattr(seg, "unplaced_labels", ())
+        if lost:  # only the unconstrained baseline: its strokes name clusters, not shape them
+            emit(self.message, f"{seg.method} could not place label"
+                 f"{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))}: it ignores the "
+                 "strokes when clustering (choose a constrained method to keep every label)")
+        iters = getattr(seg.diagnostics, "iterations", None)
+        emit(self.status, f"{seg.method}: {result.seconds:.2f} s"
+             + (f", {iters} iterations" if iters is not None else "")
+             + (" (cached)" if cached else ""))
+
+    def _on_preview(self, tag: Any, result: Result) -> None:
+        if tag == self.tag and (self.state.shown is None or self.state.shown.tag != tag):
+            self.state.shown = Shown(tag, result)
+            emit(self.status, f"{result.segmentation.method}: preview after "
+                 f"{result.seconds:.2f} s…")
+
+    def _on_failed(self, tag: Any, message: str) -> None:
+        if tag == self.tag:
+            emit(self.status, "failed")
+            emit(self.message, f"error: Segmentation failed: {message}")
+
+    # -- drawing ---------------------------------------------------------------------------
+    def draw_overlay(self) -> None:
+        shown = self.state.shown
+        if shown is None:
+            self.renderer.clear("overlay")
+            return
+        labels, colors, boundaries = shown.labels, self.state.colors(), self.state.boundaries
+        # the function the exported overlay is drawn with (render.overlay = this + composite)
+        self.renderer.draw("overlay", lambda: render.label_layer(labels, colors, boundaries))
+
+    def draw_heatmap(self) -> None:
+        index = self.state.heatmap
+        if index < 0 or self.state.shown is None:
+            self.renderer.clear("heatmap")
+            return
+        shown = self.state.shown
+        self.renderer.draw("heatmap", lambda: self.state.heatmap_rgb(index, shown))
+
+    def _on_drawn(self, layer: str, image: Any) -> None:
+        if layer == "overlay":
+            self.canvas.set_overlay(image)
+            if image is not None and self.state.shown is not None:
+                emit(self.shownChanged, self.state.shown.tag)
+        else:
+            self.canvas.set_heatmap(image)
+
+    def wait_idle(self, msecs: int = 10000) -> bool:
+        return self.renderer.wait_idle(msecs)
+
+    # -- fill bucket -----------------------------------------------------------------------
+    def fill(self, x: int, y: int) -> None:
+        """Paint the connected region of the segmentation under (x, y) with the current label."""
+        model, shown = self.state.strokes, self.state.shown
+        if model is None or shown is None:
+            emit(self.message, "Fill paints a region of the segmentation: paint two labels "
+                               "first and wait for it")
+            return
+        from skimage.segmentation import flood
+
+        mask = flood(np.asarray(shown.labels), (y, x), connectivity=1)
+        self.edit(model.fill(mask, self.state.label, self.state.unlabelled_only))

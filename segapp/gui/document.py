@@ -1,0 +1,508 @@
+"""The work on the current image: opening, editing, saving, exporting and crash recovery.
+
+Never lose work:
+
+- every completed change goes to this instance's journal as it happens
+  (:mod:`segapp.gui.journal`, :mod:`segapp.gui.recovery`), so it survives a kill;
+- opening another image, closing and quitting ask Save / Discard / Cancel when strokes are
+  unsaved; the journal is removed only after a save or an explicit discard;
+- at start, work left by instances that are gone is offered back (never that of a running
+  instance); when its image has moved, the user is asked where it is now, and the work is kept
+  until it is restored or discarded;
+- exports run in the background (:mod:`segapp.gui.exporter`) and say which files were not
+  written.
+
+Dialogs go through the window's :meth:`ask`, :meth:`choose` and :meth:`get_path`, which tests
+replace with scripted answers.
+
+(Over 400 lines on purpose: every path by which work could be lost — open, save, close,
+export, recovery — is in this one file, to be read and reviewed together.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, QSettings, QStandardPaths, Signal
+
+from .. import io
+from ..annotation import AnnotationModel, EditRecord, Label
+from ..errors import SegappError
+from . import files
+from .exporter import ExportReport, Exporter
+from .journal import Recovered
+from .qtcompat import emit
+from .recovery import Instance, Orphan, orphans
+from .state import AppState
+
+log = logging.getLogger(__name__)
+
+IMAGE_FILTER = ("Images (*.png *.jpg *.jpeg *.tif *.tiff *.bmp *.gif *.webp *.ppm *.pgm);;"
+                "segapp sessions (*.segapp.json);;All files (*)")
+SCRIBBLE_FILTER = "Scribble or label PNGs (*.png);;All files (*)"
+SESSION_FILTER = "segapp sessions (*.segapp.json)"
+MAX_RECENT = 8
+FOLDER_KINDS = ("open", "import", "session", "export")
+
+
+def default_recovery_dir() -> Path:
+    """Per-user folder of the recovery journals."""
+    base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
+    return Path(base or Path.home() / ".segapp") / "recovery"
+
+
+def documents_dir() -> Path:
+    base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    return Path(base) if base and Path(base).is_dir() else Path.home()
+
+
+def _is_bundled(path: Path) -> bool:
+    from ..samples import samples_dir
+
+    try:
+        return Path(path).resolve().is_relative_to(samples_dir().resolve())
+    except (OSError, ValueError):
+        return False
+
+
+class Document(QObject):
+    """Files and recovery for one window; see the module docstring.
+
+    Parameters
+    ----------
+    window : MainWindow
+        For dialogs (``ask``, ``choose``, ``get_path``) and messages (``show_error``,
+        ``show_info``).
+    state : AppState
+    recovery_dir : path, None or False
+        Root of the recovery folders; None: the per-user default; False: no journal.
+    """
+
+    #: The saved / unsaved state may have changed (title bar).
+    dirtyChanged = Signal()
+
+    _export_ids = itertools.count(1)
+
+    def __init__(self, window: Any, state: AppState,
+                 recovery_dir: str | os.PathLike | None | bool = None) -> None:
+        super().__init__(window)
+        self.window, self.state = window, state
+        self.root: Path | None = (None if recovery_dir is False else
+                                  Path(recovery_dir) if recovery_dir else default_recovery_dir())
+        self.instance: Instance | None = None
+        if self.root is not None:
+            try:
+                self.instance = Instance(self.root)
+            except OSError as exc:  # still usable, without crash protection: say so
+                window.show_error(f"Crash recovery is off: {exc}")
+        self.session_path: Path | None = None
+        self._saved_key: int | None = None
+        self._labels_dirty = False
+        self.exporter = Exporter(self)
+        self.exporter.finished.connect(self._on_export_finished)
+        self._export_id = 0
+
+    # ==========================================================================================
+    # state of the work
+    # ==========================================================================================
+    @property
+    def dirty(self) -> bool:
+        """Strokes or label names/colours changed since the image was opened or saved."""
+        return self.state.history is not None and (
+            self.state.stroke_key() != self._saved_key or self._labels_dirty)
+
+    def _mark_saved(self) -> None:
+        self._saved_key = self.state.stroke_key()
+        self._labels_dirty = False
+        emit(self.dirtyChanged)
+
+    def _labels(self) -> list[Label]:
+        model = self.state.strokes
+        return [] if model is None else [Label(lab.id, lab.name, tuple(lab.color))
+                                         for lab in model.labels.values()]
+
+    def _settings(self) -> dict[str, Any]:
+        return {"method": self.state.method, **self.state.option_dict()}
+
+    # -- journal ---------------------------------------------------------------------------
+    def _journal_start(self) -> None:
+        if self.instance is None or self.state.strokes is None:
+            return
+        try:
+            self.instance.journal.start(self.state.image_path, self.state.strokes.scribbles,
+                                        self._labels(), self._settings(), saved=not self.dirty)
+        except OSError as exc:
+            self.window.show_error(f"Crash recovery is off: cannot write its journal: {exc}")
+            self.instance = None
+
+    def _journal(self, method: str, *args: Any) -> None:
+        if self.instance is None:
+            return
+        try:
+            getattr(self.instance.journal, method)(*args)
+            if self.instance.journal.needs_compaction():
+                self._journal_start()
+        except OSError as exc:
+            self.window.show_error(f"Crash recovery is off: cannot write its journal: {exc}")
+            self.instance = None
+
+    # ==========================================================================================
+    # edits (every one journalled as it completes)
+    # ==========================================================================================
+    def edit(self, record: EditRecord | None) -> None:
+        """An edit already applied to the strokes (a stroke, fill, clear or import)."""
+        if record is None or self.state.history is None:
+            return
+        self.state.history.push(record)
+        self._journal("edit", record.bbox, record.new)
+
+    def undo(self) -> None:
+        self._replay(self.state.history.undo() if self.state.history else None)
+
+    def redo(self) -> None:
+        self._replay(self.state.history.redo() if self.state.history else None)
+
+    def _replay(self, record: EditRecord | None) -> None:
+        if record is not None:
+            self._journal("edit", record.bbox, self.state.strokes.scribbles[record.bbox.slices])
+
+    def clear_label(self, label: int) -> None:
+        if self.state.strokes is not None:
+            self.edit(self.state.strokes.clear_label(label))
+
+    def clear_all(self) -> None:
+        if self.state.strokes is not None:
+            self.edit(self.state.strokes.clear_all())
+
+    def _on_labels_changed(self, _label_id: int) -> None:
+        self._labels_dirty = True
+        emit(self.dirtyChanged)
+        self._journal("labels", self._labels())
+
+    def settings_changed(self) -> None:
+        self._journal("settings", self._settings())
+
+    # ==========================================================================================
+    # folders
+    # ==========================================================================================
+    def folder(self, kind: str) -> Path:
+        """Start folder of a file dialog: the last one used for ``kind``, else the image's
+        folder, else (bundled samples, no image) the user's documents folder."""
+        remembered = QSettings().value(f"folders/{kind}", "")
+        if remembered and Path(str(remembered)).is_dir():
+            return Path(str(remembered))
+        path = self.state.image_path
+        if path is not None and not _is_bundled(path) and Path(path).parent.is_dir():
+            return Path(path).parent
+        return documents_dir()
+
+    def remember_folder(self, kind: str, path: str | os.PathLike) -> None:
+        QSettings().setValue(f"folders/{kind}", str(Path(path).resolve().parent))
+
+    def recent_files(self) -> list[str]:
+        value = QSettings().value("recentFiles", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: Path) -> None:
+        p = str(Path(path).resolve())
+        items = [p] + [r for r in self.recent_files() if r != p]
+        QSettings().setValue("recentFiles", items[:MAX_RECENT])
+
+    # ==========================================================================================
+    # unsaved work
+    # ==========================================================================================
+    def confirm_discard(self, doing: str) -> bool:
+        """Ask Save / Discard / Cancel if there is unsaved work; True if we may go on."""
+        if not self.dirty:
+            return True
+        name = self.state.image_path.name if self.state.image_path else "the image"
+        answer = self.window.choose(
+            "Unsaved strokes",
+            f"The strokes on {name} are not saved. Save them before {doing}?",
+            ("Save", "Discard", "Cancel"))
+        if answer == "Save":
+            return self.save_session()
+        return answer == "Discard"
+
+    def close(self) -> bool:
+        """The window closes: ask about unsaved work; remove the journal only when no work is
+        left unsaved (saved, discarded or none). Returns False to keep the window open."""
+        if self.exporter.running:
+            if not self.window.ask("Export running", "An export is still being written. "
+                                   "Stop it and quit? (Files not written yet are not made.)"):
+                return False
+            self.exporter.cancel()
+            self.exporter.wait_idle()
+        if not self.confirm_discard("quitting"):
+            return False
+        if self.instance is not None:
+            self.instance.remove()
+            self.instance = None
+        return True
+
+    # ==========================================================================================
+    # opening
+    # ==========================================================================================
+    def open_dialog(self) -> None:
+        path = self.window.get_path("Open image or session", str(self.folder("open")),
+                                    IMAGE_FILTER, save=False)
+        if path:
+            self.remember_folder("open", path)
+            self.open_path(path)
+
+    def open_path(self, path: str | os.PathLike, *, ask: bool = True) -> bool:
+        """Open an image or a ``*.segapp.json`` session; errors go to the message bar."""
+        p = Path(path)
+        if ask and not self.confirm_discard(f"opening {p.name}"):
+            return False
+        if p.name.endswith(files.SESSION_SUFFIX):
+            return self.open_session(p)
+        try:
+            image = io.read_image(p)
+        except (SegappError, OSError) as exc:
+            self.window.show_error(f"Cannot open image: {exc}")
+            return False
+        except MemoryError:
+            self.window.show_error(f"Cannot open image {p}: not enough memory")
+            return False
+        self.session_path = None
+        self.install(image, p)
+        self._add_recent(p)
+        self.window.show_info(f"Opened {p.name} ({image.shape[1]}×{image.shape[0]})")
+        return True
+
+    def open_session(self, path: str | os.PathLike, record_recent: bool = True) -> bool:
+        try:
+            data, image = files.load_session(path)
+        except (SegappError, OSError) as exc:
+            self.window.show_error(f"Cannot open session: {exc}")
+            return False
+        self.session_path = Path(path)
+        self.install(image, data.image_path, data.scribbles, data.labels, data.settings)
+        if record_recent:
+            self._add_recent(Path(path))
+        self.window.show_info(f"Opened session {Path(path).name}")
+        return True
+
+    def install(self, image: np.ndarray, path: Path, scribbles: np.ndarray | None = None,
+                labels: list | None = None, settings: dict[str, Any] | None = None,
+                saved: bool = True) -> None:
+        """Make ``image`` the current image with its strokes; start a new journal."""
+        model = AnnotationModel(image.shape[:2])
+        if labels:
+            model.set_labels(labels)
+        if scribbles is not None:
+            model.set_scribbles(scribbles)  # loaded strokes are not an undoable step
+        if settings:
+            self.window.apply_settings(settings)
+        self.state.set_image(image, Path(path), model)
+        model.labels_changed.connect(self._on_labels_changed)
+        if saved:
+            self._mark_saved()
+        else:
+            self._saved_key, self._labels_dirty = None, True
+            emit(self.dirtyChanged)
+        self._journal_start()
+
+    def import_dialog(self) -> None:
+        if self.state.strokes is None:
+            self.window.show_error("Open an image first.")
+            return
+        path = self.window.get_path("Import scribbles or labels", str(self.folder("import")),
+                                    SCRIBBLE_FILTER, save=False)
+        if path:
+            self.remember_folder("import", path)
+            self.import_scribbles(path)
+
+    def import_scribbles(self, path: str | os.PathLike) -> bool:
+        """Replace the strokes by a scribble / label PNG (undoable), as the CLI reads it."""
+        model = self.state.strokes
+        try:
+            scribbles = io.read_scribbles(path, model.shape)
+            record = model.set_scribbles(scribbles, text=f"import {Path(path).name}")
+        except (SegappError, OSError, ValueError) as exc:
+            self.window.show_error(f"Cannot import scribbles: {exc}")
+            return False
+        self.edit(record)
+        ids = model.label_ids_present()
+        self.window.show_info(f"Imported {Path(path).name}: labels {', '.join(map(str, ids))}")
+        return True
+
+    # ==========================================================================================
+    # saving
+    # ==========================================================================================
+    def save_session(self, path: str | os.PathLike | None = None, ask_path: bool = False) -> bool:
+        """Save to ``path``, the session's file, or (first time / Save As) a chosen file."""
+        if self.state.strokes is None or self.state.image_path is None:
+            self.window.show_error("Open an image first.")
+            return False
+        if path is None and (ask_path or self.session_path is None):
+            image = Path(self.state.image_path)
+            default = self.folder("session") / (image.stem + files.SESSION_SUFFIX)
+            path = self.window.get_path("Save session", str(default), SESSION_FILTER, save=True)
+            if not path:
+                return False
+            self.remember_folder("session", path)
+            p = Path(path)
+            if not p.name.endswith(files.SESSION_SUFFIX):
+                p = p.with_name(p.name.removesuffix(".json") + files.SESSION_SUFFIX)
+            if p.exists() and not self.window.ask("Overwrite session?",
+                                                  f"{p.name} exists. Overwrite it?"):
+                return False
+        else:
+            p = Path(path or self.session_path)
+        data = files.SessionData(Path(self.state.image_path), self.state.strokes.scribbles.copy(),
+                                 self._labels(), self._settings())
+        try:
+            files.save_session(p, data)
+        except (SegappError, OSError) as exc:
+            self.window.show_error(f"Cannot save session: {exc}")
+            return False
+        self.session_path = p
+        self._mark_saved()
+        self._journal("saved")
+        self._add_recent(p)
+        self.window.show_info(f"Saved session {p.name}")
+        return True
+
+    # ==========================================================================================
+    # export
+    # ==========================================================================================
+    def export_dialog(self, kinds: tuple[str, ...] | list[str]) -> None:
+        if self.state.shown is None or self.state.image is None:
+            self.window.show_error("Nothing to export yet: paint strokes with at least two "
+                                   "labels and wait for the segmentation.")
+            return
+        stem = Path(self.state.image_path).stem if self.state.image_path else "segmentation"
+        default = self.folder("export") / f"{stem}.png"
+        base = self.window.get_path("Export (base name)", str(default), "PNG images (*.png)",
+                                    save=True)
+        if base:
+            self.remember_folder("export", base)
+            self.export_to(base, kinds)
+
+    def export_to(self, base: str | os.PathLike, kinds: tuple[str, ...] | list[str]) -> bool:
+        """Start writing the export files for ``base`` in the background (asks before
+        overwriting); ``exporter.finished`` reports. False if nothing was started."""
+        shown = self.state.shown
+        if shown is None or self.state.strokes is None:
+            return False
+        if self.exporter.running:
+            self.window.show_error("An export is already running.")
+            return False
+        try:
+            plan = files.plan_export(
+                base, kinds, image=self.state.image, labels=shown.labels,
+                label_table={i: Label(lab.id, lab.name, tuple(lab.color))
+                             for i, lab in self.state.strokes.labels.items()},
+                eigenvectors=shown.segmentation.eigenvectors, vmax=shown.result.vmax,
+                alpha=self.state.opacity, boundaries=self.state.boundaries,
+                label_ids=shown.segmentation.label_ids)
+        except SegappError as exc:
+            self.window.show_error(f"Export failed: {exc}")
+            return False
+        existing = [it.path for it in plan if it.path.exists()]
+        if existing:
+            names = "\n".join(p.name for p in existing[:8])
+            more = f"\n… and {len(existing) - 8} more" if len(existing) > 8 else ""
+            if not self.window.ask("Overwrite files?",
+                                   f"These files exist already:\n{names}{more}\n\nOverwrite them?"):
+                return False
+        self._export_id = next(self._export_ids)
+        self._journal("export_begin", self._export_id, [str(it.path) for it in plan])
+        ident, journal = self._export_id, (self.instance.journal if self.instance else None)
+
+        def written(path: Path) -> None:  # export thread: one write() call, as the file lands
+            if journal is not None:
+                try:
+                    journal.export_file(ident, str(path))
+                except OSError:
+                    pass
+        self.exporter.start(plan, written)
+        return True
+
+    def _on_export_finished(self, report: ExportReport) -> None:
+        self._journal("export_end", self._export_id)
+        if report.missing:
+            self.window.show_error(report.message())
+        else:
+            self.window.show_info(report.message())
+
+    # ==========================================================================================
+    # recovery
+    # ==========================================================================================
+    def offer_recovery(self) -> bool:
+        """Offer the work of instances that are gone; True if some was restored here."""
+        if self.root is None:
+            return False
+        restored = False
+        missing: list[str] = []
+        for orphan in reversed(orphans(self.root)):  # newest first
+            missing += orphan.clean_exports()
+            rec = orphan.recovered
+            if rec is None or not rec.has_work():
+                orphan.remove()
+                continue
+            if restored:
+                orphan.release()  # one at a time: offered again at the next start
+                continue
+            restored = self._offer(orphan, rec)
+        if missing:  # after a restore, which clears the message bar
+            self.window.show_error(
+                "An export was interrupted when segapp stopped; not written: "
+                + ", ".join(Path(m).name for m in missing[:8])
+                + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
+        return restored
+
+    def _offer(self, orphan: Orphan, rec: Recovered) -> bool:
+        n = int(np.count_nonzero(rec.scribbles))
+        answer = self.window.choose(
+            "Restore previous work?",
+            f"segapp did not shut down cleanly while you worked on {rec.image_path.name} "
+            f"({n} painted pixels not saved). Restore them?",
+            ("Restore", "Discard", "Later"))
+        if answer == "Discard":
+            orphan.remove()
+            return False
+        if answer != "Restore":
+            orphan.release()
+            return False
+        image_path = rec.image_path
+        while not image_path.is_file():
+            found = self.window.get_path(
+                f"Where is {image_path.name} now? (it was in {image_path.parent})",
+                str(self.folder("open")), IMAGE_FILTER, save=False)
+            if not found:
+                orphan.release()
+                self.window.show_error(f"{image_path.name} was not found; your strokes are "
+                                       "kept and offered again at the next start.")
+                return False
+            image_path = Path(found)
+        try:
+            image = io.read_image(image_path)
+        except (SegappError, OSError) as exc:
+            orphan.release()
+            self.window.show_error(f"Cannot open {image_path}: {exc}; your strokes are kept "
+                                   "and offered again at the next start.")
+            return False
+        if image.shape[:2] != rec.scribbles.shape:
+            orphan.release()
+            h, w = rec.scribbles.shape
+            self.window.show_error(f"{image_path.name} is {image.shape[1]}×{image.shape[0]} but "
+                                   f"the strokes are {w}×{h}; they are kept and offered again "
+                                   "at the next start.")
+            return False
+        self.install(image, image_path, rec.scribbles, rec.labels, rec.settings, saved=False)
+        if self.instance is not None:  # our journal holds the work now: the old one may go
+            orphan.remove()
+        else:
+            orphan.release()
+        self.window.show_info(f"Restored your strokes on {image_path.name}")
+        return True

@@ -1,0 +1,205 @@
+"""Crash-safe record of the work of one app instance: an append-only journal (no Qt).
+
+The journal starts with a *base* frame (image path, size, label table, settings and the
+strokes at that moment) and gets one small frame per completed change: a stroke, an undo or a
+redo (the box of label values it left), a clear, a rename, the start and end of an export. A
+frame is written with one ``write`` call as the change completes, so it is in the operating
+system's hands before the next event is processed and survives the app being killed (kill -9);
+it is not fsync'ed per stroke (that guards against power loss only, at ~10 ms a stroke).
+
+Frame layout (little endian)::
+
+    kind  u8 | length  u32 | crc32 of payload  u32 | payload (length bytes)
+
+Reading stops at the first incomplete or corrupt frame: a kill in the middle of a write loses
+at most the change being written, never the ones before it. When the file outgrows
+:data:`COMPACT_BYTES`, :meth:`Journal.compact` rewrites it as a single base frame (temporary
+file + rename).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..annotation import BBox, Label
+
+BASE, EDIT, LABELS, SETTINGS, EXPORT_BEGIN, EXPORT_FILE, EXPORT_END, SAVED = range(1, 9)
+_HEADER = struct.Struct("<BII")
+_BOX = struct.Struct("<iiii")
+COMPACT_BYTES = 64 * 2**20
+JOURNAL_NAME = "journal.sgj"
+
+
+@dataclass
+class Recovered:
+    """What a journal holds: the last known state of one instance's work."""
+
+    image_path: Path
+    scribbles: np.ndarray
+    labels: list[Label]
+    settings: dict[str, Any]
+    edits: int = 0  # changes after the base frame
+    saved: bool = False  # nothing changed since the last save (or the base had nothing to lose)
+    #: exports that never finished: ``{"paths": planned, "missing": not written}``
+    exports: list[dict[str, list[str]]] = field(default_factory=list)
+
+    def has_work(self) -> bool:
+        """Strokes that would be lost without this journal."""
+        return bool(self.scribbles.any()) and not self.saved
+
+
+def _frame(kind: int, payload: bytes) -> bytes:
+    return _HEADER.pack(kind, len(payload), zlib.crc32(payload)) + payload
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _pack_map(values: np.ndarray) -> bytes:
+    return zlib.compress(np.ascontiguousarray(values, dtype=np.uint8).tobytes(), 1)
+
+
+class Journal:
+    """Appends frames to ``path`` (created, or truncated to a new base by :meth:`start`)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+        self.size = 0
+
+    # -- writing ---------------------------------------------------------------------------
+    def start(self, image_path: Any, scribbles: np.ndarray, labels: list[Label],
+              settings: dict[str, Any], saved: bool = False) -> None:
+        """Begin a new journal whose base is this state (replaces the file atomically)."""
+        self.close()
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        data = self._base(image_path, scribbles, labels, settings)
+        if saved:
+            data += _frame(SAVED, b"{}")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))
+        self.size = len(data)
+
+    @staticmethod
+    def _base(image_path: Any, scribbles: np.ndarray, labels: list[Label],
+              settings: dict[str, Any]) -> bytes:
+        h, w = scribbles.shape
+        meta = _json({"image": str(image_path), "shape": [h, w],
+                      "labels": [lab.to_dict() for lab in labels], "settings": settings})
+        return _frame(BASE, struct.pack("<I", len(meta)) + meta + _pack_map(scribbles))
+
+    def _append(self, kind: int, payload: bytes) -> None:
+        if self._fd is None:
+            return
+        data = _frame(kind, payload)
+        os.write(self._fd, data)  # one call: the frame is complete or absent after a kill
+        self.size += len(data)
+
+    def edit(self, box: BBox, values: np.ndarray) -> None:
+        """The strokes in ``box`` are now ``values`` (after a stroke, undo, redo or clear)."""
+        self._append(EDIT, _BOX.pack(box.y0, box.x0, box.y1, box.x1) + _pack_map(values))
+
+    def labels(self, labels: list[Label]) -> None:
+        self._append(LABELS, _json([lab.to_dict() for lab in labels]))
+
+    def settings(self, settings: dict[str, Any]) -> None:
+        self._append(SETTINGS, _json(settings))
+
+    def saved(self) -> None:
+        """Everything so far is saved in a session file."""
+        self._append(SAVED, b"{}")
+
+    def export_begin(self, ident: int, paths: list[str]) -> None:
+        self._append(EXPORT_BEGIN, _json({"id": ident, "paths": paths}))
+
+    def export_file(self, ident: int, path: str) -> None:
+        self._append(EXPORT_FILE, _json({"id": ident, "path": path}))
+
+    def export_end(self, ident: int) -> None:
+        self._append(EXPORT_END, _json({"id": ident}))
+
+    def needs_compaction(self) -> bool:
+        return self.size > COMPACT_BYTES
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    # -- reading ---------------------------------------------------------------------------
+    @staticmethod
+    def read(path: str | os.PathLike) -> Recovered | None:
+        """Replay a journal; None if it has no complete base frame."""
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            return None
+        rec: Recovered | None = None
+        exports: dict[int, dict[str, list[str]]] = {}
+        pos = 0
+        while pos + _HEADER.size <= len(data):
+            kind, length, crc = _HEADER.unpack_from(data, pos)
+            payload = data[pos + _HEADER.size: pos + _HEADER.size + length]
+            if len(payload) < length or zlib.crc32(payload) != crc:
+                break  # torn tail: the app died while writing this frame
+            pos += _HEADER.size + length
+            try:
+                rec = _apply(rec, kind, payload, exports)
+            except (ValueError, KeyError, TypeError, zlib.error, struct.error):
+                break
+        if rec is not None:
+            rec.exports = list(exports.values())
+        return rec
+
+
+def _apply(rec: Recovered | None, kind: int, payload: bytes,
+           exports: dict[int, dict[str, list[str]]]) -> Recovered | None:
+    if kind == BASE:
+        (n,) = struct.unpack_from("<I", payload)
+        meta = json.loads(payload[4:4 + n])
+        h, w = (int(v) for v in meta["shape"])
+        scribbles = np.frombuffer(zlib.decompress(payload[4 + n:]), np.uint8).reshape(h, w)
+        return Recovered(Path(meta["image"]), scribbles.astype(np.int32),
+                         [Label.from_dict(d) for d in meta["labels"]], dict(meta["settings"]),
+                         saved=not scribbles.any())
+    if rec is None:
+        return None
+    if kind == EDIT:
+        y0, x0, y1, x1 = _BOX.unpack_from(payload)
+        values = np.frombuffer(zlib.decompress(payload[_BOX.size:]), np.uint8)
+        rec.scribbles[y0:y1, x0:x1] = values.reshape(y1 - y0, x1 - x0)
+        rec.edits += 1
+        rec.saved = False
+    elif kind == LABELS:
+        rec.labels = [Label.from_dict(d) for d in json.loads(payload)]
+        rec.saved = False
+    elif kind == SETTINGS:
+        rec.settings = dict(json.loads(payload))
+    elif kind == SAVED:
+        rec.saved = True
+    elif kind == EXPORT_BEGIN:
+        d = json.loads(payload)
+        paths = [str(p) for p in d["paths"]]
+        exports[int(d["id"])] = {"paths": paths, "missing": list(paths)}
+    elif kind == EXPORT_FILE:
+        d = json.loads(payload)
+        if int(d["id"]) in exports and d["path"] in exports[int(d["id"])]["missing"]:
+            exports[int(d["id"])]["missing"].remove(d["path"])
+    elif kind == EXPORT_END:
+        exports.pop(int(json.loads(payload)["id"]), None)
+    return rec

@@ -1,0 +1,85 @@
+"""Where the window speaks: a dismissable message line (errors never become dialogs or
+tracebacks) and the status bar's progress, timing and zoom widgets."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QToolButton,
+    QWidget,
+)
+
+
+class MessageBar(QFrame):
+    """A dismissable in-window message line (errors never become dialogs or tracebacks)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("messageBar")
+        self.setStyleSheet("#messageBar { background: #fde2e1; border: 1px solid #d55e00; "
+                           "border-radius: 3px; } QLabel { color: #5a1a00; }")
+        self.label = QLabel(self)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QToolButton(self)
+        close.setText("✕")
+        close.setAutoRaise(True)
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 4, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.hide()
+
+    def show_message(self, text: str) -> None:
+        self.label.setText(text)
+        self.show()
+
+    def text(self) -> str:
+        return self.label.text() if self.isVisible() else ""
+
+
+class StatusWidgets:
+    """The permanent widgets of a window's status bar: solve progress, export progress with
+    its cancel button, the last solve's time, the zoom."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        self.progress = QProgressBar(window)
+        self.progress.setRange(0, 0)  # busy indicator
+        self.progress.setMaximumWidth(120)
+        self.progress.setTextVisible(False)
+        self.progress.hide()
+        self.export_bar = QProgressBar(window)
+        self.export_bar.setMaximumWidth(160)
+        self.export_bar.setFormat("export %v/%m")
+        self.export_bar.hide()
+        self.cancel_export_button = QPushButton("Cancel export", window)
+        self.cancel_export_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.cancel_export_button.hide()
+        self.time_label = QLabel("", window)
+        self.zoom_label = QLabel("", window)
+        for w in (self.export_bar, self.cancel_export_button, self.progress, self.time_label,
+                  self.zoom_label):
+            window.statusBar().addPermanentWidget(w)
+
+    def busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        if busy:
+            self.time_label.setText("segmenting…")
+
+    def export_progress(self, done: int, total: int, what: str) -> None:
+        self.export_bar.setRange(0, max(total, 1))
+        self.export_bar.setValue(done)
+        self.export_bar.setVisible(True)
+        self.cancel_export_button.setVisible(bool(what))
+
+    def export_done(self) -> None:
+        self.export_bar.hide()
+        self.cancel_export_button.hide()

@@ -1,0 +1,182 @@
+"""Never lose work: journal per stroke, per-instance recovery, unsaved-changes prompts, folders."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+from PIL import Image
+from PySide6.QtCore import QSettings
+
+from segapp.gui.journal import Journal
+from segapp.gui.recovery import orphans
+
+from .conftest import drag, paint_two_labels, simulate_crash
+
+
+def journal_of(win):
+    return Journal.read(win.document.instance.journal.path)
+
+
+def test_every_completed_stroke_is_in_the_journal_when_the_mouse_is_released(qtbot, window):
+    win = window
+    drag(qtbot, win.canvas, [(20, 30), (60, 30)])
+    # no event processing in between: a kill right now must not lose the stroke
+    np.testing.assert_array_equal(journal_of(win).scribbles, win.model.scribbles)
+    win.select_label(2)
+    drag(qtbot, win.canvas, [(5, 80), (100, 80)])
+    win.document.undo()
+    np.testing.assert_array_equal(journal_of(win).scribbles, win.model.scribbles)
+    win.model.rename_label(1, "disc")
+    assert journal_of(win).labels[0].name == "disc"
+
+
+def test_a_second_instance_never_offers_or_deletes_the_first_ones_work(
+        qtbot, make_window, image_path, tmp_path):
+    root = tmp_path / "rec"
+    first = make_window(image_path, recovery_dir=root)
+    paint_two_labels(qtbot, first)
+    second = make_window(recovery_dir=root)
+    assert not second.offer_recovery()  # the first instance is alive: nothing offered
+    assert second.ask.asked == []
+    assert first.document.instance.folder.is_dir()
+    np.testing.assert_array_equal(journal_of(first).scribbles, first.model.scribbles)
+    strokes = first.model.scribbles.copy()
+    simulate_crash(first)
+    third = make_window(recovery_dir=root)
+    third.ask.choices = ["Restore"]
+    assert third.offer_recovery()
+    np.testing.assert_array_equal(third.model.scribbles, strokes)
+    assert third.document.dirty  # restored work is unsaved work
+    assert [o.folder for o in orphans(root)] == []  # the crashed one's folder is gone now
+
+
+def test_quit_with_unsaved_strokes_asks_and_only_save_or_discard_remove_the_journal(
+        qtbot, make_window, image_path, tmp_path):
+    win = make_window(image_path)
+    folder = win.document.instance.folder
+    assert win.close()  # nothing painted: closes without asking, removes its folder
+    assert not folder.exists()
+
+    win = make_window(image_path)
+    folder = win.document.instance.folder
+    paint_two_labels(qtbot, win)
+    assert "*" in win.windowTitle()
+    win.ask.choices = ["Cancel"]
+    assert not win.close()
+    assert win.isVisible() and (folder / "journal.sgj").is_file()
+    win.ask.choices = ["Save"]
+    win.get_path = lambda *a, **k: str(tmp_path / "work.segapp.json")
+    assert win.close()
+    assert (tmp_path / "work.segapp.json").is_file() and not folder.exists()
+
+    win = make_window(image_path)
+    folder = win.document.instance.folder
+    paint_two_labels(qtbot, win)
+    win.ask.choices = ["Discard"]
+    assert win.close() and not folder.exists()
+
+
+def test_opening_another_image_asks_before_dropping_strokes(qtbot, window, tmp_path):
+    win = window
+    paint_two_labels(qtbot, win)
+    strokes = win.model.scribbles.copy()
+    other = tmp_path / "other.png"
+    Image.fromarray(np.zeros((30, 40, 3), np.uint8)).save(other)
+    win.ask.choices = ["Cancel"]
+    assert not win.open_path(other)
+    np.testing.assert_array_equal(win.model.scribbles, strokes)
+    assert win.state.history.can_undo()
+    win.ask.choices = ["Discard"]
+    assert win.open_path(other) and win.model.shape == (30, 40)
+    assert not win.document.dirty
+
+
+def test_a_recovered_session_whose_image_moved_asks_for_its_new_place(
+        qtbot, make_window, image_path, tmp_path):
+    root = tmp_path / "rec"
+    crashed = make_window(image_path, recovery_dir=root)
+    paint_two_labels(qtbot, crashed)
+    strokes = crashed.model.scribbles.copy()
+    simulate_crash(crashed)
+    moved = tmp_path / "elsewhere" / "disc.png"
+    moved.parent.mkdir()
+    shutil.move(image_path, moved)
+
+    fresh = make_window(recovery_dir=root)
+    fresh.ask.choices = ["Restore"]
+    fresh.get_path = lambda *a, **k: None  # the user does not know either
+    assert not fresh.offer_recovery()
+    assert "kept" in fresh.message_bar.text()
+    assert len(orphans(root)) == 1  # the work is still there ...
+    for o in orphans(root):
+        o.release()
+
+    again = make_window(recovery_dir=root)
+    again.ask.choices = ["Restore"]
+    asked = []
+    again.get_path = lambda title, *a, **k: asked.append(title) or str(moved)
+    assert again.offer_recovery()  # ... and restored once the image is found
+    assert "disc.png" in asked[0]
+    np.testing.assert_array_equal(again.model.scribbles, strokes)
+    assert again.state.image_path == moved and orphans(root) == []
+
+
+def test_an_interrupted_export_leaves_no_temporary_file_and_is_reported(
+        qtbot, make_window, image_path, tmp_path):
+    root = tmp_path / "rec"
+    crashed = make_window(image_path, recovery_dir=root)
+    out = tmp_path / "out"
+    out.mkdir()
+    planned = [out / "shot_labels.png", out / "shot_overlay.png"]
+    journal = crashed.document.instance.journal
+    journal.export_begin(1, [str(p) for p in planned])
+    planned[0].write_bytes(b"done")
+    journal.export_file(1, str(planned[0]))
+    (out / ".shot_overlay.png.0badc0de.tmp").write_bytes(b"half a PNG")  # killed mid-write
+    simulate_crash(crashed)
+    fresh = make_window(recovery_dir=root)
+    assert not fresh.offer_recovery()  # no strokes to offer, but ...
+    assert sorted(p.name for p in out.iterdir()) == ["shot_labels.png"]  # ... no stray temp
+    assert "not written: shot_overlay.png" in fresh.message_bar.text()
+    assert orphans(root) == []
+
+
+def test_file_dialogs_start_next_to_the_image_or_in_documents_and_remember(
+        qtbot, make_window, image_path, tmp_path):
+    from segapp.samples import sample_path
+    from segapp.gui.document import documents_dir
+
+    win = make_window(image_path)
+    assert win.document.folder("export") == image_path.parent
+    sample = make_window(sample_path())
+    assert sample.document.folder("export") == documents_dir()  # never inside the package
+    elsewhere = tmp_path / "exports"
+    elsewhere.mkdir()
+    sample.document.remember_folder("export", elsewhere / "x.png")
+    assert QSettings().value("folders/export") == str(elsewhere)
+    assert sample.document.folder("export") == elsewhere
+
+
+def test_import_scribbles_from_a_label_png_or_colour_strokes_is_undoable(qtbot, window, tmp_path):
+    win = window
+    ids = np.zeros((90, 120), np.uint8)
+    ids[40:50, 50:70] = 1
+    ids[5:10, :] = 2
+    Image.fromarray(ids).save(tmp_path / "ids.png")
+    colour = np.zeros((90, 120, 3), np.uint8)
+    colour[40:50, 50:70] = (255, 0, 0)
+    colour[5:10, :] = (0, 0, 255)
+    colour[80:85, :] = (0, 255, 0)
+    Image.fromarray(colour).save(tmp_path / "colour.png")
+    with qtbot.waitSignal(win.segmentationShown, timeout=20000):
+        assert win.document.import_scribbles(tmp_path / "ids.png")
+    np.testing.assert_array_equal(win.model.scribbles, ids)
+    assert win.document.import_scribbles(tmp_path / "colour.png")
+    assert win.model.label_ids_present() == [1, 2, 3]
+    win.document.undo()
+    np.testing.assert_array_equal(win.model.scribbles, ids)
+    bad = np.zeros((10, 10), np.uint8)
+    Image.fromarray(bad).save(tmp_path / "small.png")
+    assert not win.document.import_scribbles(tmp_path / "small.png")
+    assert "Cannot import" in win.message_bar.text()

@@ -1,0 +1,111 @@
+"""Painting as napari / ilastik users expect: focus, screen-pixel brush, fill, protect labels,
+hint, and undo/redo that show the earlier result at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from .conftest import DISC_CENTER, SOLVE_TIMEOUT, disc_mask, drag, segment
+
+
+def test_label_keys_reach_the_canvas_after_typing_a_brush_size(qtbot, window):
+    """Issue 11: typing a size then pressing 3 changed the brush size, not the label."""
+    win = window
+    spin = win.brush_spin
+    qtbot.mouseClick(spin, Qt.MouseButton.LeftButton)
+    spin.selectAll()
+    qtbot.keyClicks(spin, "30")
+    qtbot.keyClick(spin, Qt.Key.Key_Return)
+    assert win.state.brush_size == 30
+    qtbot.keyClick(win.focusWidget() or win, Qt.Key.Key_3)
+    assert win.state.label == 3 and win.state.brush_size == 30
+    # the label list never takes the keyboard either
+    qtbot.mouseClick(win.label_panel.list.viewport(), Qt.MouseButton.LeftButton,
+                     pos=win.label_panel.list.visualItemRect(win.label_panel.list.item(1)).center())
+    assert win.state.label == 2
+    qtbot.keyClick(win.focusWidget() or win, Qt.Key.Key_4)
+    assert win.state.label == 4
+
+
+def stroke_width(scribbles: np.ndarray, x: int) -> int:
+    return int((scribbles[:, x] > 0).sum())
+
+
+def test_brush_size_is_in_screen_pixels_by_default_and_follows_zoom(qtbot, window):
+    """Issue 11: an image-pixel brush was a dotted line on a 12 MP photo at 14 % zoom."""
+    win = window
+    c, s = win.canvas, win.state
+    s.brush_size = 20
+    c.set_zoom(2.0)
+    c.centerOn(60, 45)
+    drag(qtbot, c, [(40, 20), (80, 20)])
+    assert stroke_width(win.model.scribbles, 60) == pytest.approx(10, abs=1)  # 20 px / 2
+    c.set_zoom(4.0)
+    c.centerOn(60, 45)
+    drag(qtbot, c, [(40, 60), (80, 60)])
+    assert (win.model.scribbles[50:70, 60] > 0).sum() == pytest.approx(5, abs=1)  # 20 / 4
+    s.brush_screen = False  # the option: image pixels, whatever the zoom
+    drag(qtbot, c, [(40, 40), (80, 40)])
+    assert (win.model.scribbles[28:52, 60] > 0).sum() == pytest.approx(20, abs=1)
+
+
+def test_fill_paints_a_connected_region_of_the_segmentation(qtbot, window):
+    win = window
+    segment(qtbot, win)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_G)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_3)
+    assert win.state.tool == "fill"
+    disc_region = np.asarray(win.result.labels) == 1
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
+        qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
+                         pos=win.canvas.mapFromScene(*DISC_CENTER))
+    s = win.model.scribbles
+    assert (s[disc_region] == 3).all() and not (s[~disc_region] == 3).any()
+    assert (disc_region & disc_mask()).sum() > 0.9 * disc_mask().sum()
+    win.document.undo()
+    assert not (win.model.scribbles == 3).any()
+
+
+def test_paint_unlabelled_pixels_only_keeps_existing_labels(qtbot, window):
+    win = window
+    drag(qtbot, win.canvas, [(10, 20), (110, 20)])
+    before = win.model.scribbles.copy()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_U)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+    assert win.state.unlabelled_only
+    drag(qtbot, win.canvas, [(60, 5), (60, 40)])
+    s = win.model.scribbles
+    assert (s[before == 1] == 1).all()  # label 1 untouched
+    assert s[35, 60] == 2  # the unlabelled part of the new stroke is painted
+
+
+def test_an_empty_canvas_shows_a_one_line_hint(qtbot, window):
+    win = window
+    assert win.canvas.hint.isVisible() and "drag" in win.canvas.hint.text()
+    drag(qtbot, win.canvas, [(10, 20), (110, 20)])
+    assert not win.canvas.hint.isVisible()
+    win.document.undo()
+    assert win.canvas.hint.isVisible()
+
+
+def test_undo_and_redo_show_the_earlier_segmentation_at_once(qtbot, window):
+    """Issue 11: undo/redo re-solved from scratch (7 s each under load)."""
+    win = window
+    segment(qtbot, win)
+    first = win.state.shown
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        drag(qtbot, win.canvas, [(10, 70), (40, 70)])
+    second = win.state.shown
+    solves = []
+    win.worker.busy.connect(lambda b: b and solves.append(b))
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    # no event loop turn: the cached result is on display as the key press returns
+    assert win.state.shown.tag == win.display.tag == first.tag
+    assert win.state.shown.result is first.result and win.state.shown.cached
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Y, Qt.KeyboardModifier.ControlModifier)
+    assert win.state.shown.result is second.result
+    assert solves == [] and not win.worker.is_busy
+    assert "(cached)" in win.time_label.text()

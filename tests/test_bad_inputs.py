@@ -1,0 +1,413 @@
+"""Every bad input of issue 12, gathered in tables (as scikit-image's ``test_bad_inputs``).
+
+Library: each case raises :class:`segapp.errors.InvalidInputError` with a one-line message —
+never another exception type, a hang or a silently wrong answer. Command line: each case ends
+with one ``segapp: error: ...`` line and exit status 2 (input) or 3 (output), and leaves the
+inputs and earlier outputs untouched. Options: every declared option refuses a value of the
+wrong type, out of its range or non-finite *before* any work (so no option reaches a solver
+unchecked) — those cases are generated from the declarations.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+import segapp
+from segapp import io
+from segapp.cli import EXIT_INPUT, EXIT_OUTPUT, main
+from segapp.errors import InvalidInputError
+from segapp.methods import REGISTRY, options_of
+from segapp.resolution import reduce_map, working_shape
+
+
+# -- data --------------------------------------------------------------------------------------
+def _photo(H=60, W=80, seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    img = np.zeros((H, W, 3))
+    img[:, : W // 2] = (0.6, 0.1, 0.1)
+    img[:, W // 2:] = (0.3, 0.6, 0.9)
+    img[2 * H // 3:, :] = (0.2, 0.8, 0.2)
+    return np.clip(img + rng.normal(0, 0.04, img.shape), 0, 1).astype(np.float32)
+
+
+def _strokes(H=60, W=80) -> np.ndarray:
+    s = np.zeros((H, W), np.int64)
+    s[H // 6: H // 2, W // 8] = 1
+    s[H // 6: H // 2, W - W // 8] = 2
+    s[5 * H // 6, W // 4: 3 * W // 4] = 3
+    return s
+
+
+IMG = _photo()
+S = _strokes()
+
+
+def _one_line_invalid(call) -> str:
+    with pytest.raises(InvalidInputError) as info:
+        call()
+    assert type(info.value) is InvalidInputError
+    msg = str(info.value)
+    assert msg and "\n" not in msg
+    return msg
+
+
+# -- library: arrays and files -----------------------------------------------------------------
+def _big_label_ids():
+    s = S.copy()
+    s[s == 2] = 2**31 + 5          # wrapped to a negative int32 before
+    return s
+
+
+LIBRARY_CASES = [
+    # scribbles
+    ("scribbles str", lambda: segapp.segment(IMG, "abc"), "scribbles"),
+    ("scribbles None", lambda: segapp.segment(IMG, None), "scribbles"),
+    ("scribbles object", lambda: segapp.segment(IMG, np.full(S.shape, object())), "scribbles"),
+    ("scribbles wrong shape", lambda: segapp.segment(IMG, S[:, :10]), "80×60"),
+    ("scribbles 1-D", lambda: segapp.segment(IMG, S.ravel()), "shape"),
+    ("scribbles fractional", lambda: segapp.segment(IMG, S * 0.5), "integer"),
+    ("scribbles NaN", lambda: segapp.segment(IMG, np.where(S > 0, np.nan, 0)), "integer"),
+    ("label ids >= 2**31", lambda: segapp.segment(IMG, _big_label_ids()), "too large"),
+    ("cluster labels 2-D", lambda: segapp.cluster(S, graph=np.eye(3)), "1-D"),
+    ("confidence wrong shape",
+     lambda: segapp.Session(IMG).update(S, confidence=np.ones((3, 3))), "confidence"),
+    ("confidence above 1",
+     lambda: segapp.Session(IMG, max_pixels=1000).update(S, confidence=np.full(S.shape, 2.0)),
+     "confidence"),
+    # images
+    ("image None", lambda: segapp.segment(None, S), "image"),
+    ("image str", lambda: segapp.segment("photo.jpg", S), "image"),
+    ("image object", lambda: segapp.segment(np.full(S.shape, object()), S), "numeric"),
+    ("image complex", lambda: segapp.segment(IMG[..., 0] * 1j, S), "real"),
+    ("image all black", lambda: segapp.segment(np.zeros(S.shape + (3,)), S), "constant"),
+    ("image constant grey", lambda: segapp.segment(np.full(S.shape, 0.5), S), "constant"),
+    ("image constant uint8", lambda: segapp.segment(np.full(S.shape, 7, np.uint8), S),
+     "constant"),
+    ("image negative int", lambda: segapp.segment((IMG[..., 0] * 255).astype(int) - 100, S),
+     "negative"),
+    ("image float above 1", lambda: segapp.segment(IMG * 2, S), r"\[0, 1\]"),
+    ("max_pixels bool", lambda: segapp.Session(IMG, max_pixels=True), "max_pixels"),
+    ("max_pixels float", lambda: segapp.Session(IMG, max_pixels=1e4), "max_pixels"),
+    # file names and shapes
+    ("read_image bytes", lambda: io.read_image(b"\x89PNG..."), "file name"),
+    ("read_image None", lambda: io.read_image(None), "file name"),
+    ("read_image int", lambda: io.read_image(5), "file name"),
+    ("read_scribbles None", lambda: io.read_scribbles(None), "file name"),
+    ("read_scribbles shape (64,)", lambda: io.read_scribbles("x.png", shape=(64,)), "shape"),
+    ("read_scribbles shape str", lambda: io.read_scribbles("x.png", shape="64x64"), "shape"),
+    ("read_scribbles shape 0", lambda: io.read_scribbles("x.png", shape=(0, 5)), "shape"),
+    ("pixel_limit negative", lambda: io.read_image("x.png", pixel_limit=-1), "pixel_limit"),
+    # options the issue lists by name (every option is covered below, from the declarations)
+    ("sigma 1e300", lambda: segapp.segment(IMG, S, sigma=1e300), "sigma"),
+    ("sigma 1e-300", lambda: segapp.segment(IMG, S, sigma=1e-300), "sigma"),
+    ("sigma 'abc'", lambda: segapp.segment(IMG, S, sigma="abc"), "sigma"),
+    ("sigma_scale 1e300", lambda: segapp.segment(IMG, S, sigma_scale=1e300), "sigma_scale"),
+    ("sigma_scale 0", lambda: segapp.segment(IMG, S, sigma_scale=0), "sigma_scale"),
+    ("sigma_scale -1", lambda: segapp.segment(IMG, S, sigma_scale=-1), "sigma_scale"),
+    ("constraint_weight '1'", lambda: segapp.segment(IMG, S, constraint_weight="1"),
+     "constraint_weight"),
+    ("amg_theta -1", lambda: segapp.segment(IMG, S, amg_theta=-1), "amg_theta"),
+    ("maxiter 2.5", lambda: segapp.segment(IMG, S, maxiter=2.5), "maxiter"),
+    ("maxiter None", lambda: segapp.segment(IMG, S, maxiter=None), "maxiter"),
+    ("maxiter 0", lambda: segapp.segment(IMG, S, maxiter=0), "maxiter"),
+    ("seed 1.5", lambda: segapp.segment(IMG, S, seed=1.5), "seed"),
+    *[(f"seed -1 {m}", lambda m=m: segapp.segment(IMG, S, method=m, seed=-1), "seed")
+      for m in ("fastge", "ncut", "ccskl")],
+    ("eig_tol 'x'", lambda: segapp.segment(IMG, S, eig_tol="x"), "eig_tol"),
+    ("eig_tol nan", lambda: segapp.segment(IMG, S, eig_tol=float("nan")), "eig_tol"),
+    ("res_tol -1", lambda: segapp.segment(IMG, S, res_tol=-1), "res_tol"),
+    ("warm_start 'maybe'", lambda: segapp.segment(IMG, S, warm_start="maybe"), "warm_start"),
+    ("color 'banana'", lambda: segapp.segment(IMG, S, color="banana"), "color"),
+    ("radius 100000", lambda: segapp.segment(IMG, S, radius=100000), "radius"),
+    *[(f"kmeans_restarts 1e6 {m}",
+       lambda m=m: segapp.segment(IMG, S, method=m, kmeans_restarts=1_000_000),
+       "kmeans_restarts")
+      for m in REGISTRY if "kmeans_restarts" in {o.name for o in options_of(m)}],
+    ("n_vectors 1 with 3 labels", lambda: segapp.segment(IMG, S, n_vectors=1), "n_vectors"),
+    ("n_vectors 1 with 3 labels, landmark",
+     lambda: segapp.segment(IMG, S, method="landmark", n_landmarks=50, n_vectors=1),
+     "n_vectors"),
+]
+
+
+@pytest.mark.parametrize("call, match", [c[1:] for c in LIBRARY_CASES],
+                         ids=[c[0] for c in LIBRARY_CASES])
+def test_library_bad_input_raises_invalid_input_error(call, match):
+    import re
+    t = time.perf_counter()
+    msg = _one_line_invalid(call)
+    assert re.search(match, msg), msg
+    assert time.perf_counter() - t < 30                # refused, not worked on
+
+
+# -- every option, generated from the declarations ---------------------------------------------
+def _bad_values(o):
+    """Values of the wrong type, out of range and non-finite for one declaration."""
+    bad = [object(), [o.default]]
+    if not o.none_ok:
+        bad.append(None)
+    if o.type is bool:
+        return bad + ["maybe", "true", 1, 0]
+    if o.type is str:
+        return bad + ["banana", 1, True]
+    bad += [True, "1"]
+    if o.type is int:
+        bad += [2.5, float(o.low if o.low is not None else 1)]
+    else:
+        bad += [float("nan"), float("inf"), -float("inf")]
+    if o.choices is not None:
+        bad.append(max(o.choices) + 1)
+    if o.low is not None:
+        bad.append(o.type(o.low - 1) if o.type is int else o.low - max(abs(o.low), 1e-3))
+    if o.high is not None:
+        bad.append(o.type(o.high + 1) if o.type is int else o.high * 10 + 1)
+    return bad
+
+
+OPTION_CASES = [(m, o) for m in REGISTRY for o in options_of(m)]
+
+
+@pytest.mark.parametrize("method, option", OPTION_CASES,
+                         ids=[f"{m}-{o.name}" for m, o in OPTION_CASES])
+def test_every_option_refuses_bad_values_before_any_work(method, option, monkeypatch):
+    # nothing may be built before the options are checked
+    from segapp.methods import graph_method
+    monkeypatch.setattr(graph_method, "image_graph", _never)
+    monkeypatch.setattr(segapp.landmarks, "ImageFeatures", _never)
+    for value in _bad_values(option):
+        msg = _one_line_invalid(lambda: segapp.Session(IMG, method, **{option.name: value}))
+        assert msg.startswith(option.name), (value, msg)
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("work started before the options were checked")
+
+
+@pytest.mark.parametrize("method", list(REGISTRY))
+def test_solve_options_are_checked_per_update_too(method):
+    solve = [o for o in options_of(method) if o.stage == "solve"]
+    sess = segapp.Session(IMG, method, **({"n_landmarks": 50} if method != "fastge" and
+                                          "n_landmarks" in {o.name for o in options_of(method)}
+                                          else {}))
+    for o in solve:
+        for value in _bad_values(o)[:4]:
+            msg = _one_line_invalid(lambda: sess.update(S, **{o.name: value}))
+            assert msg.startswith(o.name)
+
+
+# -- silently wrong before: now right ----------------------------------------------------------
+def test_a_label_sharing_a_coarse_pixel_is_kept():
+    """Issue 12: 8×8 image, s[0,0]=1, s[0,1]=2, max_pixels=16 → 'only label 2 has strokes'."""
+    img = np.random.default_rng(0).random((8, 8))
+    s = np.zeros((8, 8), int)
+    s[0, 0], s[0, 1] = 1, 2
+    res = segapp.segment(img, s, max_pixels=16)
+    assert res.label_ids == (1, 2)
+    assert res.labels[0, 0] == 1 and res.labels[0, 1] == 2
+
+
+def test_a_stroke_thinner_than_the_reduction_factor_is_kept():
+    """Issue 12: 2000×2000, label 1 a 2-px line at rows 999–1000, label 2 at row 1001."""
+    s = np.zeros((2000, 2000), np.int32)
+    s[999:1001, 100:1900] = 1
+    s[1001, 100:1900] = 2
+    s[200, 100:1900] = 3
+    small = reduce_map(s, working_shape(s.shape, segapp.resolution.DEFAULT_MAX_PIXELS))
+    assert set(np.unique(small)) == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.int16, np.uint64])
+def test_integer_images_holding_8_bit_values_are_scaled_by_255(dtype):
+    u8 = np.round(IMG * 255).astype(np.uint8)
+    sess = segapp.Session(u8.astype(dtype), max_pixels=None)
+    np.testing.assert_allclose(sess.image, u8 / 255.0, atol=1e-6)
+    ref = segapp.segment(u8, S).labels
+    assert np.mean(segapp.segment(u8.astype(dtype), S).labels == ref) > 0.99
+
+
+def test_integer_images_holding_16_bit_values_are_scaled_by_65535():
+    u16 = np.round(IMG * 65535).astype(np.int32)
+    np.testing.assert_allclose(segapp.Session(u16).image, u16 / 65535.0, atol=1e-6)
+
+
+def _colour_strokes(path: Path, width: int, fmt: str, colours, quality: int = 75) -> None:
+    """Strokes drawn at 4× and box-filtered (coverage anti-aliasing, as paint programs do)."""
+    S4 = 4
+    big = Image.new("RGB", (200 * S4, 150 * S4))
+    d = ImageDraw.Draw(big)
+    for i, c in enumerate(colours):
+        y = (20 + 110 * i // max(len(colours) - 1, 1)) * S4
+        d.line([(20 * S4, y), (90 * S4, y + 10 * S4), (180 * S4, y - 5 * S4)], fill=tuple(c),
+               width=width * S4, joint="curve")
+    big.resize((200, 150), Image.BOX).save(path, quality=quality)
+
+
+@pytest.mark.parametrize("colours", [[(255, 0, 0), (0, 0, 255)],
+                                     [(230, 159, 0), (213, 94, 0)],        # orange, vermillion
+                                     [(86, 180, 233), (0, 114, 178), (240, 228, 66)],
+                                     [(255, 255, 255), (0, 255, 0), (255, 0, 255)]],
+                         ids=["red-blue", "orange-vermillion", "blues-yellow", "white-green-pink"])
+@pytest.mark.parametrize("width, fmt", [(1, "PNG"), (2, "PNG"), (4, "PNG"), (12, "PNG"),
+                                        (5, "JPEG"), (12, "JPEG")])
+def test_colour_strokes_read_as_one_label_per_colour(tmp_path, colours, width, fmt):
+    """Issue 12: anti-aliased edges read as 8–9 labels, JPEG strokes as 3 labels from 2."""
+    path = tmp_path / f"s.{fmt.lower()}"
+    _colour_strokes(path, width, fmt, colours)
+    labels = io.read_scribbles(path)
+    assert len(np.unique(labels[labels > 0])) == len(colours)
+    # each stroke is one label: the label of the pixel on the stroke's centre line
+    assert len({int(labels[30 + 110 * i // (len(colours) - 1), 90])
+                for i in range(len(colours))} - {0}) == len(colours)
+
+
+def test_segapp_palette_exports_keep_their_ids_when_anti_aliased(tmp_path):
+    from segapp.render import PALETTE
+    _colour_strokes(tmp_path / "p.png", 3, "PNG", [PALETTE[6], PALETTE[2], PALETTE[8]])
+    labels = io.read_scribbles(tmp_path / "p.png")
+    assert set(np.unique(labels)) == {0, 7, 3, 9}
+
+
+def test_large_file_refused_before_decoding(tmp_path):
+    Image.new("L", (4000, 3000)).save(tmp_path / "big.png")       # 12 MP of zeros: tiny file
+    msg = _one_line_invalid(lambda: io.read_image(tmp_path / "big.png", pixel_limit=10_000_000))
+    assert "12000000 pixels" in msg and "--pixel-limit" in msg
+    assert io.read_image(tmp_path / "big.png", pixel_limit=None).shape == (3000, 4000)
+
+
+# -- command line ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def huge_png(tmp_path_factory):
+    path = tmp_path_factory.mktemp("huge") / "huge.png"
+    Image.new("L", (10000, 10000)).save(path)        # declares 100 MP (a 97 KB file)
+    return path
+
+
+@pytest.fixture
+def files(tmp_path, huge_png):
+    Image.fromarray(np.round(IMG * 255).astype(np.uint8)).save(tmp_path / "img.png")
+    Image.fromarray(S.astype(np.uint8)).save(tmp_path / "s.png")
+    Image.fromarray(np.zeros(S.shape + (3,), np.uint8)).save(tmp_path / "black.png")
+    (tmp_path / "huge.png").symlink_to(huge_png)
+    return tmp_path
+
+
+def _seg(d: Path, *extra, image="img.png", scribbles="s.png", out="out.png") -> list[str]:
+    argv = ["segment", str(d / image), "-s", str(d / scribbles)]
+    if out is not None:
+        argv += ["-o", str(d / out)]
+    return argv + [str(e) for e in extra]
+
+
+CLI_CASES = [
+    # (id, argv builder, exit status, message part)
+    ("-o is the image", lambda d: _seg(d, "-o", d / "img.png", out=None), EXIT_INPUT, "IMAGE"),
+    ("-o is the scribbles", lambda d: _seg(d, "-o", d / "s.png", out=None), EXIT_INPUT,
+     "--scribbles"),
+    ("-o via another path", lambda d: _seg(d, "-o", d / "." / "img.png", out=None), EXIT_INPUT,
+     "IMAGE"),
+    ("--overlay is the image", lambda d: _seg(d, "--overlay", d / "img.png"), EXIT_INPUT,
+     "IMAGE"),
+    ("--overlay is -o", lambda d: _seg(d, "--overlay", d / "out.png"), EXIT_INPUT, "same file"),
+    ("--n-vectors 1, 3 labels", lambda d: _seg(d, "--n-vectors", 1), EXIT_INPUT, "n_vectors"),
+    ("--sigma-scale 0", lambda d: _seg(d, "--sigma-scale", 0), EXIT_INPUT, "sigma_scale"),
+    ("--sigma-scale -1", lambda d: _seg(d, "--sigma-scale=-1"), EXIT_INPUT, "sigma_scale"),
+    ("--sigma-scale 1e300", lambda d: _seg(d, "--sigma-scale", "1e300"), EXIT_INPUT, "sigma"),
+    ("--sigma 1e300", lambda d: _seg(d, "--sigma", "1e300"), EXIT_INPUT, "sigma"),
+    ("--sigma 1e-300", lambda d: _seg(d, "--sigma", "1e-300"), EXIT_INPUT, "sigma"),
+    ("--sigma abc", lambda d: _seg(d, "--sigma", "abc"), EXIT_INPUT, "sigma"),
+    ("-O sigma=abc", lambda d: _seg(d, "-O", "sigma=abc"), EXIT_INPUT, "sigma"),
+    ("-O amg_theta=-1", lambda d: _seg(d, "-O", "amg_theta=-1"), EXIT_INPUT, "amg_theta"),
+    ("-O maxiter=2.5", lambda d: _seg(d, "-O", "maxiter=2.5"), EXIT_INPUT, "maxiter"),
+    ("-O bogus=1", lambda d: _seg(d, "-O", "bogus=1"), EXIT_INPUT, "unknown option"),
+    ("-O no value", lambda d: _seg(d, "-O", "sigma"), EXIT_INPUT, "KEY=VALUE"),
+    ("--maxiter 0 is bad input", lambda d: _seg(d, "--maxiter", 0), EXIT_INPUT, "maxiter"),
+    *[(f"--seed -1 {m}", lambda d, m=m: _seg(d, "--seed=-1", "-m", m), EXIT_INPUT, "seed")
+      for m in ("fastge", "ncut", "ccskl")],
+    ("--radius 100000", lambda d: _seg(d, "--radius", 100000), EXIT_INPUT, "radius"),
+    *[(f"--kmeans-restarts 1e6 {m}", lambda d, m=m: _seg(d, "--kmeans-restarts", 1000000,
+                                                        "-m", m), EXIT_INPUT, "kmeans_restarts")
+      for m in REGISTRY if "kmeans_restarts" in {o.name for o in options_of(m)}],
+    ("flag of another method", lambda d: _seg(d, "--beta0", 0.2), EXIT_INPUT, "not an option"),
+    ("unknown method", lambda d: _seg(d, "-m", "nope"), EXIT_INPUT, "unknown method"),
+    ("unknown flag", lambda d: _seg(d, "--bogus"), EXIT_INPUT, "unrecognized"),
+    ("missing -o", lambda d: _seg(d, out=None), EXIT_INPUT, "required"),
+    ("strokes on a black image", lambda d: _seg(d, image="black.png"), EXIT_INPUT, "constant"),
+    ("100 MP PNG", lambda d: _seg(d, image="huge.png"), EXIT_INPUT, "too large"),
+    ("--pixel-limit below the image", lambda d: _seg(d, "--pixel-limit", 100), EXIT_INPUT,
+     "too large"),
+    ("--pixel-limit negative", lambda d: _seg(d, "--pixel-limit=-1"), EXIT_INPUT,
+     "pixel-limit"),
+    ("-o in a missing directory", lambda d: _seg(d, out="no/such/dir/o.png"), EXIT_OUTPUT,
+     "does not exist"),
+    ("-o is a directory", lambda d: _seg(d, out="."), EXIT_OUTPUT, "directory"),
+    ("--heatmaps is a file", lambda d: _seg(d, "--heatmaps", d / "s.png"), EXIT_OUTPUT,
+     "not a directory"),
+]
+
+
+#: Refused once the data is known (the number of labels, the image's content), not before.
+_FOUND_WHILE_SOLVING = {"n_vectors", "constant"}
+
+
+@pytest.mark.parametrize("argv, status, message", [c[1:] for c in CLI_CASES],
+                         ids=[c[0] for c in CLI_CASES])
+def test_command_line_bad_input(files, capsys, monkeypatch, argv, status, message):
+    import segapp.session
+    if message not in _FOUND_WHILE_SOLVING:
+        monkeypatch.setattr(segapp.session, "segment", _never)    # refused before any solve
+    before = {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()}
+    assert main(argv(files)) == status
+    err = capsys.readouterr().err
+    assert err.startswith("segapp: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+    assert {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()} == before
+
+
+def test_a_failing_heat_map_leaves_no_partial_set_of_outputs(files, capsys):
+    """Issue 12: an overlay / heat-map failure left the label map and overlay written."""
+    heat = files / "heat"
+    heat.mkdir()
+    (heat / "eigenvector_2.png").mkdir()              # 3 labels → 2 vectors; the 2nd fails
+    code = main(_seg(files, "--overlay", files / "ov.png", "--heatmaps", heat))
+    assert code == EXIT_OUTPUT
+    assert "eigenvector_2.png" in capsys.readouterr().err
+    assert not (files / "out.png").exists() and not (files / "ov.png").exists()
+    assert not (heat / "eigenvector_1.png").exists()
+    assert sorted(p.name for p in files.rglob("*.tmp")) == []
+
+
+def test_a_new_heat_map_directory_is_removed_when_nothing_is_written(files, monkeypatch,
+                                                                       capsys):
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Image.Image, "save", disk_full)     # while encoding, after the solve
+    code = main(_seg(files, "--heatmaps", files / "newdir"))
+    assert code == EXIT_OUTPUT and "disk full" in capsys.readouterr().err
+    assert not (files / "newdir").exists() and not (files / "out.png").exists()
+
+
+def test_success_reports_the_labels_found(files, capsys):
+    assert main(_seg(files)) == 0
+    assert "read 3 labels from" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, status", [
+    (["segment", "{d}/img.png", "-s", "{d}/s.png", "-o", "{d}/img.png"], EXIT_INPUT),
+    (["segment", "{d}/img.png", "-s", "{d}/s.png", "-o", "{d}/o.png", "--radius", "1e5"],
+     EXIT_INPUT),
+    (["segment", "{d}/huge.png", "-s", "{d}/s.png", "-o", "{d}/o.png"], EXIT_INPUT),
+])
+def test_command_line_in_a_subprocess(files, argv, status):
+    proc = subprocess.run([sys.executable, "-m", "segapp.cli",
+                           *[a.format(d=files) for a in argv]],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == status
+    assert proc.stderr.startswith("segapp: error: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,182 @@
+"""Stateful fuzz of :class:`segapp.Session` (issue 12): random edit sequences on small images.
+
+Each sequence builds a session (random method options, sometimes a working resolution below
+the image's) and applies random edits — paint a stroke of a random label, erase a patch,
+clear a label, change a solve option — calling ``update`` after each, as the app does. After
+every edit:
+
+- no exception but the documented ones: :class:`InvalidInputError` exactly when fewer than
+  two labels are painted (the only bad input an edit sequence can produce),
+  :class:`SolverError` never on these easy problems;
+- the working-resolution invariant: every painted label is painted on the working grid
+  (``reduce_map``) and is in ``label_ids``; for the constrained methods it is in the labels
+  and painted pixels keep their label (the unconstrained baseline reports a label its
+  clusters do not carry in ``unplaced_labels``). Whether the method's *own* partition honours
+  every stroke (issue 10) is not asserted: random strokes put two labels in one flat region,
+  where no partition can; ``tests/test_stroke_fidelity.py`` tests it on region-aware strokes;
+- warm ≈ cold: a fresh session given the same strokes and options agrees with the warm one
+  (after the third and the last edit: median agreement ≥ 99.5%, every one ≥ 90% — k-means
+  on ambiguous random strokes may legitimately settle differently; for the unconstrained
+  baseline the partitions are compared, not the names its strokes give the clusters).
+
+``SEGAPP_FUZZ_LONG=1`` runs ten times as many sequences, twice as long (many minutes).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import segapp
+from segapp.errors import InvalidInputError
+from segapp.methods import REGISTRY, options_of
+from segapp.resolution import reduce_map
+
+LONG = os.environ.get("SEGAPP_FUZZ_LONG") == "1"
+SEQUENCES = 300 if LONG else 30          # per method: 210 sequences in all by default
+EDITS = 12 if LONG else 6
+
+#: Options that keep the landmark methods meaningful (and quick) on ~1000 pixels.
+SMALL = {"landmark": dict(n_landmarks=80), "ensemble": dict(n_landmarks=60, n_partitions=2),
+         "scacs": dict(n_landmarks=80), "scpc": dict(n_landmarks=80)}
+#: A solve option each method may have changed between edits, with values to pick from.
+SOLVE_CHANGES = {"fastge": ("constraint_weight", [0.5, 1.0, 3.0]),
+                 "ncut": ("seed", [0, 1, 2]),
+                 "ccskl": ("row_normalise", [True, False]),
+                 "landmark": ("constraint_weight", [0.5, 1.0, 3.0]),
+                 "ensemble": ("constraint_weight", [0.5, 1.0, 3.0]),
+                 "scacs": ("beta0", [0.05, 0.1, 0.3]),
+                 "scpc": ("n_neighbours", [3, 5, 8])}
+
+
+def _image(rng: np.random.Generator) -> np.ndarray:
+    """3–5 flat regions (Voronoi cells), noise, sometimes grey; 16–32 × 16–32 px."""
+    H, W = rng.integers(16, 33, size=2)
+    k = rng.integers(3, 6)
+    sites = rng.uniform([0, 0], [H, W], size=(k, 2))
+    yy, xx = np.mgrid[:H, :W]
+    regions = np.argmin((yy[..., None] - sites[:, 0]) ** 2 + (xx[..., None] - sites[:, 1]) ** 2,
+                        axis=-1)
+    img = rng.uniform(0, 1, (k, 3))[regions] + rng.normal(0, rng.choice([0.01, 0.05]),
+                                                         (H, W, 3))
+    img = np.clip(img, 0, 1).astype(np.float32)
+    return img.mean(axis=2) if rng.random() < 0.2 else img
+
+
+def _edit(rng: np.random.Generator, s: np.ndarray, k: int) -> str:
+    H, W = s.shape
+    r = rng.random()
+    if r < 0.65:                                        # a stroke: a short line or a dot
+        lab = int(rng.integers(1, k + 1))
+        y, x = rng.integers(0, H), rng.integers(0, W)
+        if rng.random() < 0.3:
+            s[y, x] = lab
+        elif rng.random() < 0.5:
+            s[y, x: x + rng.integers(2, W)] = lab
+        else:
+            s[y: y + rng.integers(2, H), x] = lab
+        return f"paint {lab}"
+    if r < 0.85:                                        # erase a patch
+        y, x = rng.integers(0, H), rng.integers(0, W)
+        s[y: y + rng.integers(1, 8), x: x + rng.integers(1, 8)] = 0
+        return "erase"
+    lab = int(rng.integers(1, k + 1))                   # clear a label
+    s[s == lab] = 0
+    return f"clear {lab}"
+
+
+def _run_sequence(method: str, seed: int, agreements: list[float]) -> None:
+    rng = np.random.default_rng([seed, list(REGISTRY).index(method)])
+    img = _image(rng)
+    H, W = img.shape[:2]
+    max_pixels = int(rng.choice([H * W, H * W // 3, 150]))
+    setup = dict(SMALL.get(method, {}))
+    sess = segapp.Session(img, method, max_pixels=max_pixels, **setup)
+    k = int(rng.integers(2, 5))
+    s = np.zeros((H, W), np.int64)
+    # two strokes first, so most updates have something to solve
+    s[rng.integers(0, H), : W // 2] = 1
+    s[rng.integers(0, H), W // 2:] = 2
+    name, values = SOLVE_CHANGES[method]
+    solve: dict = {}
+    history = []
+    for step in range(EDITS):
+        if step:
+            history.append(_edit(rng, s, k))
+        if rng.random() < 0.2:
+            solve = {name: values[int(rng.integers(len(values)))]}
+            history.append(f"{solve}")
+        painted = set(np.unique(s).tolist()) - {0}
+        where = f"{method} seed {seed} after {history}"
+        try:
+            res = sess.update(s, **solve)
+        except InvalidInputError as exc:
+            assert len(painted) < 2, f"{where}: {exc}"
+            continue
+        assert len(painted) >= 2, f"{where}: no error with labels {painted}"
+        # the working-resolution invariant
+        small = reduce_map(s, sess.working_shape)
+        assert set(np.unique(small).tolist()) - {0} == painted, where
+        assert set(res.label_ids) == painted, where
+        assert res.labels.shape == (H, W) and res.labels.dtype == np.int32
+        present = set(np.unique(res.labels).tolist())
+        if REGISTRY[method].constrained:
+            assert painted <= present, where
+            assert np.array_equal(res.labels[s > 0], s[s > 0]), where
+        else:   # the unconstrained baseline reports the labels its clusters do not carry
+            assert painted <= present | set(res.unplaced_labels), where
+        if step in (2, EDITS - 1):                      # warm ≈ cold
+            cold = segapp.Session(img, method, max_pixels=max_pixels, **setup).update(s, **solve)
+            agreements.append(_agreement(cold.labels, res.labels,
+                                         named=REGISTRY[method].constrained))
+
+
+def _agreement(a: np.ndarray, b: np.ndarray, named: bool) -> float:
+    """Share of equal labels; for the unconstrained baseline, whose strokes only *name* its
+    clusters (arbitrarily when a cluster holds several labels' strokes), of equal partitions:
+    the best matching of b's labels to a's (Hungarian on the contingency table)."""
+    if named:
+        return float(np.mean(a == b))
+    from scipy.optimize import linear_sum_assignment
+    ia, ra = np.unique(a, return_inverse=True)
+    ib, rb = np.unique(b, return_inverse=True)
+    table = np.zeros((ia.size, ib.size))
+    np.add.at(table, (ra.ravel(), rb.ravel()), 1)
+    rows, cols = linear_sum_assignment(-table)
+    return float(table[rows, cols].sum() / a.size)
+
+
+@pytest.mark.parametrize("method", list(REGISTRY))
+def test_random_edit_sequences(method):
+    agreements: list[float] = []
+    for seed in range(SEQUENCES):
+        _run_sequence(method, seed, agreements)
+    assert agreements
+    assert np.median(agreements) >= 0.995, sorted(agreements)[:10]
+    assert min(agreements) >= 0.9, sorted(agreements)[:10]
+
+
+def test_every_method_has_a_solve_option_to_change():
+    for method, (name, values) in SOLVE_CHANGES.items():
+        option = {o.name: o for o in options_of(method)}[name]
+        assert option.stage == "solve"
+        assert all(option.check(v) == v for v in values)
+    assert set(SOLVE_CHANGES) == set(REGISTRY)
+
+
+@pytest.mark.xfail(strict=False, reason="FAST-GE's warm start can stop at once (0 LOBPCG "
+                   "iterations, 'converged') on a larger eigenpair than a cold solve finds, after "
+                   "a label is cleared or constraint_weight changes: seeds 217, 290 of the long "
+                   "fuzz (warm/cold agreement 0.22, 0.75) — solver side, for the lead")
+@pytest.mark.parametrize("seed", [217, 290])
+def test_warm_start_finds_the_cold_solution_known_cases(seed):
+    global EDITS
+    agreements: list[float] = []
+    saved, EDITS = EDITS, 12
+    try:
+        _run_sequence("fastge", seed, agreements)
+    finally:
+        EDITS = saved
+    assert min(agreements) >= 0.9, agreements
