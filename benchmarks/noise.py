@@ -244,7 +244,7 @@ def table(rows: list[dict]) -> str:
     """Markdown: mean correct share per method (rows) and level (columns); oracle in brackets."""
     levels = sorted({r["level"] for r in rows})
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    head = "| method | " + " | ".join(f"{lv * 255:.0f}/255" for lv in levels) + " |"
+    head = "| σ_n | " + " | ".join(f"{lv:.3f}" for lv in levels) + " |"
     lines = [head, "|" + "---|" * (len(levels) + 1)]
     for m in methods:
         cells = []

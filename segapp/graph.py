@@ -62,7 +62,7 @@ needs; the σ rule then runs on the filtered features. Correct pixels on the thr
 (mean of 3 trials; ``python benchmarks/noise.py``):
 
 =====================  =====  ======  ======  ======  ======
-candidate              0      13/255  25/255  35/255  38/255
+σ_n (per channel)      0      0.05    25/255  35/255  0.15
 =====================  =====  ======  ======  ======  ======
 none (before)          1.000  1.000   0.523   0.462   0.456
 Gaussian 0.7 px        0.986  0.991   0.878   0.621   0.591
@@ -79,8 +79,12 @@ TV, weight 2 ŝ         1.000  0.995   0.992   0.989   0.989
 
 (random_walker with its best β per level: 0.530 at 25/255; on the TV-filtered image 1.000.)
 Gaussian smoothing blurs every edge (1.6% of the pixels lost on the clean image, and the city
-eats into the harbour of Patras); non-local means costs ~2× TV's time for less. Set
-``denoise=0`` for the graph of the raw colours.
+eats into the harbour of Patras); non-local means costs ~2× TV's time for less. On the dev
+photos (half size, little noise) the pre-filter changes little: ``benchmarks/quality.py``
+NoC@90 BSDS 14.21 with and without it, GrabCut 9.04 (9.28 before issue 10); the paper's Patras
+example keeps its five clean regions (``tests/test_paper_patras.py``). Cost: 0.4–3.3% of a
+``segment`` at 250K and 1.1M px (``benchmarks/noise.py --cost``). Set ``denoise=0`` for the
+graph of the raw colours.
 """
 
 from __future__ import annotations

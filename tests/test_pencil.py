@@ -227,7 +227,7 @@ def test_scipy_eigensolver_gives_the_same_eigenvalues(problem):
 def test_unconstrained_pencil_is_normalized_cut_times_n():
     # Footnote 1 of §4.3: with H = K the problem is L x = λ D x (here H = K/n: λ scales by n).
     img, _ = noisy_blocks(16, 18, seed=35)
-    g = image_graph(img)
+    g = image_graph(img, denoise=0)                   # raw colours, as the fixture above
     pencil = Pencil(g.laplacian, g.degrees)
     n, d = g.n, g.degrees
     A, B = pencil.dense()
