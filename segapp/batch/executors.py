@@ -24,6 +24,7 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import secrets
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -64,7 +65,7 @@ def _import_segapp() -> int:
     return os.getpid()
 
 
-class Executor:
+class Executor(ABC):
     """Runs :class:`Task` s; use as a context manager (``close`` releases workers)."""
 
     #: Short name for reports and benchmarks.
@@ -72,9 +73,9 @@ class Executor:
     #: How many tasks can run at the same time.
     slots = 1
 
+    @abstractmethod
     def map_unordered(self, fn: TaskFn, tasks: Iterable[Task]) -> Iterator[tuple[Task, Row]]:
         """Run ``fn(task)`` for every task; yield ``(task, row)`` in completion order."""
-        raise NotImplementedError
 
     def warm_up(self) -> None:
         """Start every worker and import segapp in it (so timings exclude start-up)."""
