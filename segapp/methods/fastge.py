@@ -137,14 +137,15 @@ class FastGE(GraphMethod):
                 return X0, True
         return self.amg(sources), False
 
-    def _solve(self, pencil: Pencil, X0: np.ndarray, m: int, cancel) -> tuple:
+    def _solve(self, pencil: Pencil, cons: Constraints, X0: np.ndarray, m: int,
+               cancel) -> tuple:
         o = self.options
         if o["eigensolver"] == "scipy":
             return self._solve_scipy(pencil, X0, m)
-        if o["eigensolver"] == "potentials" and m < self._cons.k:
+        if o["eigensolver"] == "potentials" and m < cons.k:
             # Measured, not the default: see segapp/subspace.py and benchmarks/solvers.py.
             lam, X, diag, _ = potentials_eigenpairs(
-                pencil, self.amg, self._cons.sets, nev=m, maxiter=o["maxiter"],
+                pencil, self.amg, cons.sets, nev=m, maxiter=o["maxiter"],
                 eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel)
             return lam, X, diag
         lam, X, diag = lobpcg(pencil.A, pencil.B, X0, nev=m, M=self.amg, project=pencil.project,
@@ -201,7 +202,6 @@ class FastGE(GraphMethod):
 
         self._preconditioner(ml_sparse, timings, cancel)
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
-        self._cons = cons
         m = self._n_vectors(cons.k)
         while True:
             lam, X, diag, t_solve = self._eigenpairs(pencil, cons, m, cancel)
@@ -232,7 +232,7 @@ class FastGE(GraphMethod):
         X0, warm = self._initial_block(pencil, cons, m)
         self.amg.cancel = cancel
         try:
-            lam, X, diag = self._solve(pencil, X0, m, cancel)
+            lam, X, diag = self._solve(pencil, cons, X0, m, cancel)
         finally:
             self.amg.cancel = None
         diag.warm_start = warm
