@@ -106,6 +106,13 @@ def build_hierarchy(A: sp.csr_matrix, theta: float,
     return ops, Ps
 
 
+def _residual(A: sp.csr_matrix, x: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``b − A x`` in one new block (not two): the cycle's peak memory is a few blocks."""
+    r = A @ x
+    np.subtract(b, r, out=r)
+    return r
+
+
 def _l1_inverse(A: sp.csr_matrix) -> np.ndarray:
     """``1 / Σ_j |a_ij|``: the ℓ1-Jacobi smoother, convergent for any SPD matrix, no ω to tune."""
     rowsum = np.asarray(abs(A).sum(axis=1)).ravel()
@@ -136,7 +143,8 @@ class AMGPreconditioner:
         self.cancel = cancel
         self.applications = 0
         ops, self._P = build_hierarchy(A, theta, cancel)
-        self._R = [P.T.tocsr() for P in self._P]
+        # Restriction R = Pᵀ is applied as P.T (a CSC view): no transposed copy to keep
+        # (66 B/px at 250K px), and CSC × block measured faster than the CSR copy (3.6 vs 4.4 ms).
         self._set_operators(ops)
 
     def _set_operators(self, ops: list[sp.csr_matrix]) -> None:
@@ -170,13 +178,19 @@ class AMGPreconditioner:
         if level == len(self._A) - 1:
             kind, fac = self._coarse
             return sla.cho_solve(fac, b) if kind == "chol" else fac @ b
-        A, dinv = self._A[level], self._dinv[level]
+        A, dinv, P = self._A[level], self._dinv[level], self._P[level]
+
+        def smooth(x: np.ndarray) -> None:  # one ℓ1-Jacobi sweep, in place
+            r = _residual(A, x, b)
+            r *= dinv
+            x += r
+
         x = dinv * b
         for _ in range(self.sweeps - 1):
-            x += dinv * (b - A @ x)
-        x += self._P[level] @ self._cycle(level + 1, self._R[level] @ (b - A @ x))
+            smooth(x)
+        x += P @ self._cycle(level + 1, P.T @ _residual(A, x, b))
         for _ in range(self.sweeps):
-            x += dinv * (b - A @ x)
+            smooth(x)
         return x
 
     def __repr__(self) -> str:

@@ -91,6 +91,20 @@ def _gram(Ss: list[np.ndarray], OSs: list[np.ndarray]) -> np.ndarray:
     return G
 
 
+def _advance(blocks: list[np.ndarray], C: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """New ``(X, P)`` of one family from ``blocks = [X, W(, P)]`` and the Ritz coefficients C.
+
+    ``P = Σ_{b≥1} blocks[b] C_b`` (the non-X part), ``X = blocks[0] C_0 + P``; the n-length
+    blocks are never stacked into one copy.
+    """
+    P = blocks[1] @ C[m:2 * m]
+    for b, V in enumerate(blocks[2:], start=2):
+        P += V @ C[b * m:(b + 1) * m]
+    X = blocks[0] @ C[:m]
+    X += P
+    return X, P
+
+
 def lobpcg(
     A: Operator,
     B: Operator,
@@ -173,8 +187,11 @@ def lobpcg(
             norm_est["A"] = max(norm_est["A"], float(np.max(colnorm(AV)[ok] / nv[ok])))
             norm_est["B"] = max(norm_est["B"], float(np.max(colnorm(BV)[ok] / nv[ok])))
 
-    def rel_residuals(lam, X, AX, BX) -> np.ndarray:
-        R = AX - BX * lam
+    def residual(lam, AX, BX) -> np.ndarray:
+        R = BX * lam
+        return np.subtract(AX, R, out=R)   # AX − BXΛ in one block
+
+    def rel_residuals(lam, X, R) -> np.ndarray:
         scale = (norm_est["A"] + np.abs(lam) * norm_est["B"]) * colnorm(X)
         return colnorm(R) / np.where(scale > 0, scale, 1.0)
 
@@ -187,13 +204,6 @@ def lobpcg(
         floor = np.sqrt(np.finfo(float).eps) * norm_est["A"] * colnorm(X[:, :nev])
         return bool(np.all(colnorm(R[:, :nev])
                            <= np.maximum(np.abs(lam[:nev]) * colnorm(BX[:, :nev]), floor)))
-
-    def combine(blocks: list[np.ndarray], C: np.ndarray) -> np.ndarray:
-        # Σ_b blocks[b] @ C[rows of b]: avoids stacking the n-length blocks into one copy.
-        out = blocks[0] @ C[:m]
-        for b, V in enumerate(blocks[1:], start=1):
-            out += V @ C[b * m:(b + 1) * m]
-        return out
 
     # Initial Rayleigh–Ritz on span(X0). A block that is numerically rank-deficient (e.g. a
     # preconditioned random block on a disconnected graph, where the null-space directions
@@ -226,12 +236,13 @@ def lobpcg(
 
     for it in range(1, maxiter + 1):
         stop_if_cancelled()
-        R = AX - BX * lam
-        diag.residuals = rel_residuals(lam, X, AX, BX)[:nev]
+        R = residual(lam, AX, BX)
+        diag.residuals = rel_residuals(lam, X, R)[:nev]
         if diag.residuals.max() <= res_tol and resolves_own_eigenvalue(lam, X, R, BX):
             diag.converged, diag.reason = True, "residual tolerance"
             break
         W = proj(prec(R))
+        del R
         stop_if_cancelled()  # several checks per iteration: one costs ~0.3 s at 1M px
         AW, BW = A(W), B(W)
         check(W, AW, BW)
@@ -259,10 +270,17 @@ def lobpcg(
         diag.eigenvalue_change = float(change)
         lam = new_lam
         diag.history.append(lam.copy())
-        # P carries the non-X part of the Ritz vectors (the "conjugate direction").
-        Cp = np.vstack([np.zeros((m, m)), C[m:]])
-        P, AP, BP = combine(Ss, Cp), combine(ASs, Cp), combine(BSs, Cp)
-        X, AX, BX = P + X @ C[:m], AP + AX @ C[:m], BP + BX @ C[:m]
+        # P carries the non-X part of the Ritz vectors (the "conjugate direction"). One family
+        # (X, AX or BX) at a time, each old block dropped once used: the peak is ~12 blocks
+        # of n × m instead of ~18 (peak memory per pixel, issue 15).
+        del X, W, AX, AW, BX, BW
+        P = AP = BP = None
+        X, P = _advance(Ss, C, m)
+        Ss.clear()
+        AX, AP = _advance(ASs, C, m)
+        ASs.clear()
+        BX, BP = _advance(BSs, C, m)
+        BSs.clear()
         diag.iterations = it
         settled = settled + 1 if change <= eig_tol else 0
         if settled >= 2 and it >= min_iter:
@@ -278,7 +296,7 @@ def lobpcg(
     else:
         diag.reason = "iteration cap"
     X, AX, BX, lam = X[:, :nev], AX[:, :nev], BX[:, :nev], lam[:nev]
-    diag.residuals = rel_residuals(lam, X, AX, BX)
+    diag.residuals = rel_residuals(lam, X, residual(lam, AX, BX))
     diag.eigenvalues = lam.copy()
     check(X, lam)
     # Final B-normalisation (SVQB keeps it up to rounding).
