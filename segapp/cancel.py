@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Union
 
-from .errors import Cancelled
+from .errors import Cancelled, InvalidInputError
 
 #: What ``cancel=`` accepts throughout segapp.
 CancelLike = Union["CancelToken", Callable[[], bool], Any, None]
@@ -44,8 +44,8 @@ class CancelToken:
             return cls(is_set)
         if callable(cancel):
             return cls(cancel)
-        raise TypeError(f"cancel must be a callable returning bool, an Event or None; "
-                        f"got {type(cancel).__name__}")
+        raise InvalidInputError(f"cancel must be a callable returning bool, an Event or None; "
+                                f"got {type(cancel).__name__}")
 
     def requested(self) -> bool:
         """True if the caller asked to stop."""
