@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from segapp.constraints import build_constraints, robust_dmin, sparsify, stroke_sets
 from segapp.errors import InvalidInputError
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")

@@ -13,7 +13,7 @@ import segapp
 from segapp.cancel import CancelToken
 from segapp.eigensolve import amg_preconditioner, eigenpairs, random_start
 from segapp.errors import Cancelled, InvalidInputError, SolverError
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.methods import options_of
 from segapp.pencil import Pencil
 

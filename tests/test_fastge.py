@@ -13,7 +13,7 @@ from scipy.spatial import cKDTree
 
 import segapp
 from segapp.errors import Cancelled, InvalidInputError, SegappError, SolverError
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.methods.fastge import FastGE
 
 IDS = (2, 5, 7, 9)               # the user's label ids: deliberately not 1..k

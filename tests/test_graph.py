@@ -1,4 +1,4 @@
-"""segapp.graph against hand-computed graphs and brute-force references.
+"""segapp.graphs (image and weighted graphs) against hand-computed graphs and brute-force references.
 
 Every expected value here is computed independently of segapp: weights from the RBF formula
 of the module docstring, neighbourhoods by enumerating pixel pairs by their Euclidean
@@ -14,8 +14,9 @@ import pytest
 import scipy.sparse as sp
 
 from segapp.errors import InvalidInputError
-from segapp.graph import (MIN_WEIGHT, denoise_features, graph_from_adjacency, grid_offsets,
-                          image_features, image_graph, laplacian, noise_sigma)
+from segapp.graphs import graph_from_adjacency, laplacian
+from segapp.graphs.image import (MIN_WEIGHT, denoise_features, grid_offsets, image_features,
+                                 image_graph, noise_sigma)
 
 # Reach of each neighbourhood option, as a Euclidean radius in pixels.
 REACH = {"c4": ({"connectivity": 4}, 1.0),

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import segapp
 from segapp import landmarks as lm
 from segapp.errors import Cancelled, InvalidInputError
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.methods import REGISTRY, get, option_names
 from segapp.methods import ccskl as cc
 from segapp.methods import scpc as sc

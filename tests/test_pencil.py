@@ -17,7 +17,7 @@ import pytest
 import scipy.linalg as sla
 
 from segapp.constraints import build_constraints
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.lobpcg import lobpcg
 from segapp.methods.fastge import FastGE
 from segapp.pencil import Pencil

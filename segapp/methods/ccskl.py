@@ -99,7 +99,7 @@ from ..amg import DEFAULT_THETA
 from ..cancel import CancelLike, CancelToken
 from ..eigensolve import amg_preconditioner, eigenpairs, random_start
 from ..errors import InvalidInputError
-from ..graph import Graph
+from ..graphs import Graph
 from ..landmarks import _normalise_rows, read_strokes
 from ..lobpcg import SolverDiagnostics
 from ..options import SEED, Option, override, pick

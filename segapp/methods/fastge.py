@@ -5,7 +5,7 @@ Generalized Spectral Method", AISTATS 2016.
 
 Pipeline (one :meth:`FastGE.update` per scribble edit):
 
-1. data graph ``G_D`` of the image (``segapp.graph``, §7.3), built once per image;
+1. data graph ``G_D`` of the image (``segapp.graphs.image``, §7.3), built once per image;
 2. ML / CL cliques of the strokes with the merge weights ``d_i d_j / (d_min d_max)`` (§4.7),
    as exact diagonal + low-rank operators (``segapp.constraints``);
 3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.pencil``) by
@@ -33,7 +33,7 @@ from ..amg import DEFAULT_THETA, AMGPreconditioner
 from ..cancel import CancelToken
 from ..constraints import Constraints, build_constraints, sparsify
 from ..eigensolve import amg_preconditioner, eigenpairs
-from ..graph import Graph
+from ..graphs import Graph
 from ..options import SEED, Option
 from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed,
                          stroke_agreement, sweep_cut)

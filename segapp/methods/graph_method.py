@@ -1,8 +1,8 @@
 """Construction shared by the methods that work on a weighted graph (FAST-GE, normalized cut, CCSKL).
 
-An image becomes the pixel graph of :func:`segapp.graph.image_graph` (the options in
+An image becomes the pixel graph of :func:`segapp.graphs.image.image_graph` (the options in
 :data:`GRAPH_OPTIONS` shape it); any other data comes as a symmetric adjacency matrix
-(:func:`segapp.graph.graph_from_adjacency`). The graph is built once per data set; the method
+(:func:`segapp.graphs.weighted.graph_from_adjacency`). The graph is built once per data set; the method
 object then answers every edit of the strokes.
 """
 
@@ -18,12 +18,12 @@ from threadpoolctl import threadpool_limits
 
 from ..cancel import CancelLike, CancelToken
 from ..errors import InvalidInputError
-from ..graph import (DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR, Graph,
-                     graph_from_adjacency, image_graph)
+from ..graphs import Graph, graph_from_adjacency, image_graph
+from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR
 from ..options import HasOptions, Option, resolve
 from ..result import Segmentation
 
-#: Options that shape the image graph (:func:`segapp.graph.image_graph`); every graph method
+#: Options that shape the image graph (:func:`segapp.graphs.image.image_graph`); every graph method
 #: has them. Bounds: radius ≤ 4 (48 neighbours). Larger radii cost memory (radius 100 took
 #: 1.1 GB on a 64×64 image) and, above 3, LOBPCG iterations: FAST-GE on the coffee sample
 #: (240K px) took 6.4 s / 15 iterations at 8-connectivity, 7.0 s / 9 at radius 3, 64 s / 145
@@ -68,7 +68,7 @@ class GraphMethod(HasOptions, ABC):
 
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "GraphMethod":
-        """Build the image graph (graph options of :func:`segapp.graph.image_graph`), then the method."""
+        """Build the image graph (graph options of :func:`segapp.graphs.image.image_graph`), then the method."""
         resolve(cls.options, options, cls.name)  # every name and value checked before any work
         graph_opts = {k: options.pop(k) for k in GRAPH_OPTION_NAMES if k in options}
         t = time.perf_counter()

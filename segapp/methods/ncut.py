@@ -19,7 +19,7 @@ from ..amg import AMGPreconditioner
 from ..cancel import CancelToken
 from ..constraints import stroke_sets
 from ..eigensolve import amg_preconditioner, eigenpairs, random_start
-from ..graph import Graph
+from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, override, pick
 from ..partition import embed, kmeans, match_labels, stroke_agreement
 from ..pencil import Pencil
