@@ -32,8 +32,8 @@ import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2, vq
 from scipy.optimize import linear_sum_assignment
 
-from .constraints import Constraints
 from .cancel import CancelLike, CancelToken
+from .constraints import Constraints
 from .pencil import Pencil
 
 #: Rows used for the k-means restarts on large images.
