@@ -59,6 +59,7 @@ def eigenpairs(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, *, nev: int
                solver: Solver = "segapp", sets: list[np.ndarray] | None = None,
                maxiter: int = 300, eig_tol: float = 1e-3, res_tol: float = 1e-6,
                cancel: CancelLike = None, on_nonconvergence: Literal["raise", "warn"] = "raise",
+               monitor: Callable[[np.ndarray], bool] | None = None,
                advice: str = "try a larger maxiter"
                ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
     """The ``nev`` smallest pairs of ``pencil`` on ``dᵀx = 0``, checked.
@@ -84,6 +85,9 @@ def eigenpairs(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, *, nev: int
         every relative residual is below ``res_tol`` (scipy: absolute residuals).
     cancel : callable, Event or CancelToken, optional
         :class:`~segapp.errors.Cancelled` is raised when it asks to stop.
+    monitor : callable, optional
+        segapp's LOBPCG only: called with the Ritz vectors after every iteration; True stops
+        the solve as converged (FAST-GE's :class:`~segapp.settling.LabelSettling`).
     on_nonconvergence : {"raise", "warn"}
         At the iteration cap: raise :class:`~segapp.errors.SolverError` (with the diagnostics),
         or warn and return the vectors reached.
@@ -112,7 +116,7 @@ def eigenpairs(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, *, nev: int
         else:
             lam, X, diag = lobpcg(pencil.A, pencil.B, X0, nev=nev, M=M, project=pencil.project,
                                   maxiter=maxiter, eig_tol=eig_tol, res_tol=res_tol,
-                                  cancel=token)
+                                  cancel=token, monitor=monitor)
     finally:
         M.cancel = None
     diag.preconditioner_applications = M.applications

@@ -39,6 +39,7 @@ from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed
                          stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
+from ..settling import LabelSettling
 from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
 #: FAST-GE's options after the graph's. All are per-solve: the AMG hierarchy is rebuilt on
@@ -55,6 +56,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("maxiter", int, 300, "LOBPCG iteration cap", "solve", low=1, high=1000),
     Option("eig_tol", float, 1e-3, "stop when the Ritz values change by less than this "
            "(relative), twice", "solve", low=1e-12, high=0.5),
+    Option("label_tol", float, 1e-3, "or stop when at most this share of pixels changes its "
+           "nearest-stroke label, twice (0: off)", "solve", low=0.0, high=0.1),
     Option("res_tol", float, 1e-6, "stop when every relative residual is below this", "solve",
            low=0.0, high=1.0),
     Option("eigensolver", str, "segapp", "segapp: our LOBPCG; scipy: scipy's LOBPCG; "
@@ -167,6 +170,7 @@ class FastGE(GraphMethod):
                                   sets=cons.sets, maxiter=o["maxiter"], eig_tol=o["eig_tol"],
                                   res_tol=o["res_tol"], cancel=cancel,
                                   on_nonconvergence=o["on_nonconvergence"],
+                                  monitor=LabelSettling(pencil, cons.sets, o["label_tol"]),
                                   advice="try a larger maxiter or a smaller constraint_weight")
         diag.warm_start = warm
         self._X = X
