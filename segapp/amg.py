@@ -34,8 +34,6 @@ strength, standard aggregation, ``fit_candidates``), the same recipe as
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -44,7 +42,7 @@ from pyamg.aggregation.tentative import fit_candidates
 from pyamg.strength import symmetric_strength_of_connection
 from pyamg.util.linalg import approximate_spectral_radius
 
-from .errors import Cancelled
+from .cancel import CancelLike, CancelToken
 
 #: Strength-of-connection threshold (see module docstring).
 DEFAULT_THETA = 0.03
@@ -63,12 +61,10 @@ def _abs_row_sums(A: sp.csr_matrix) -> np.ndarray:
 
 
 def build_hierarchy(A: sp.csr_matrix, theta: float,
-                    cancel: Callable[[], bool] | None = None
+                    cancel: CancelLike = None
                     ) -> tuple[list[sp.csr_matrix], list[sp.csr_matrix]]:
     """Smoothed-aggregation operators ``[A_0, A_1, …]`` and prolongators ``[P_0, …]``."""
-    def check() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("solve cancelled")
+    check = CancelToken.of(cancel).check
 
     ops, Ps = [A], []
     B = np.ones((A.shape[0], 1))
@@ -130,13 +126,13 @@ class AMGPreconditioner:
         Symmetric strength-of-connection threshold for the aggregation.
     sweeps : int
         ℓ1-Jacobi sweeps before and after the coarse correction.
-    cancel : callable, optional
+    cancel : callable, Event or :class:`~segapp.cancel.CancelToken`, optional
         Checked during the set-up (between levels) and on every application; when it returns
         True, :class:`~segapp.errors.Cancelled` is raised.
     """
 
     def __init__(self, A: sp.spmatrix, *, theta: float = DEFAULT_THETA, sweeps: int = 1,
-                 cancel: Callable[[], bool] | None = None) -> None:
+                 cancel: CancelLike = None) -> None:
         A = sp.csr_matrix(A)
         self.theta = theta
         self.sweeps = sweeps
@@ -167,8 +163,7 @@ class AMGPreconditioner:
         return sum(A.nnz for A in self._A) / self._A[0].nnz
 
     def __call__(self, B: np.ndarray) -> np.ndarray:
-        if self.cancel is not None and self.cancel():
-            raise Cancelled("solve cancelled")
+        CancelToken.of(self.cancel).check()
         self.applications += 1
         single = B.ndim == 1
         X = self._cycle(0, B[:, None] if single else B)

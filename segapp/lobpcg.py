@@ -30,7 +30,8 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import Cancelled, SolverError
+from .cancel import CancelLike, CancelToken
+from .errors import SolverError
 
 Operator = Callable[[np.ndarray], np.ndarray]
 
@@ -117,7 +118,7 @@ def lobpcg(
     res_tol: float = 1e-6,
     eig_tol: float = 1e-4,
     min_iter: int = 2,
-    cancel: Callable[[], bool] | None = None,
+    cancel: CancelLike = None,
     monitor: Callable[[np.ndarray], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
     """Smallest ``m = X0.shape[1]`` eigenpairs of the symmetric pencil ``(A, B)``, B SPD.
@@ -144,8 +145,9 @@ def lobpcg(
     eig_tol : float
         Or stop when, for two consecutive iterations, no Ritz value moved by more than this
         relative amount (and at least ``min_iter`` iterations were made).
-    cancel : callable, optional
-        Checked every iteration; raising :class:`Cancelled` when it returns True.
+    cancel : callable, Event or :class:`~segapp.cancel.CancelToken`, optional
+        Checked several times per iteration; :class:`~segapp.errors.Cancelled` is raised
+        once it asks to stop.
     monitor : callable, optional
         Called with the wanted Ritz vectors ``X[:, :nev]`` after every iteration; returning
         True (after ``min_iter`` iterations) stops the solve as converged, e.g. when the labels
@@ -230,9 +232,7 @@ def lobpcg(
     X, AX, BX = X @ C, AX @ C, BX @ C
     P = AP = BP = None
     settled = 0
-    def stop_if_cancelled() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("solve cancelled")
+    stop_if_cancelled = CancelToken.of(cancel).check
 
     for it in range(1, maxiter + 1):
         stop_if_cancelled()
