@@ -76,12 +76,12 @@ class Display(QObject):
         model = self.state.strokes
         if model is None:
             return
-        if not model.can_segment():
+        n = len(self.state.history.label_ids_present())  # kept by the history: no full scan
+        if n < 2:
             self.worker.cancel()
             self.tag = None
             self.state.shown = None
             self.state.heatmap = -1
-            n = len(model.label_ids_present())
             emit(self.status, "")
             emit(self.message, "Paint strokes with at least two labels to segment"
                  + (" (one label so far)" if n == 1 else ""))

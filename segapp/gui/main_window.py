@@ -100,6 +100,7 @@ class MainWindow(QMainWindow):
         # the status bar's parts, by name (tests and scripts read them)
         self.progress, self.time_label = self.status.progress, self.status.time_label
         self.cancel_export_button = self.status.cancel_export_button
+        self.cancel_load_button = self.status.cancel_load_button
         self.display.status.connect(self.time_label.setText)
         self.worker.busy.connect(self.status.busy)
 
@@ -261,6 +262,8 @@ class MainWindow(QMainWindow):
             lambda _d, _t, what: what and self.show_info(f"Exporting {what}…"))
         doc.exporter.finished.connect(lambda _r: self.status.export_done())
         self.cancel_export_button.clicked.connect(doc.exporter.cancel)
+        doc.loader.progress.connect(self.status.load_progress)
+        self.cancel_load_button.clicked.connect(doc.loader.cancel)
 
     def _brush_tip(self, screen: bool) -> None:
         unit = "screen pixels (the same on screen at every zoom)" if screen else "image pixels"
@@ -352,9 +355,11 @@ class MainWindow(QMainWindow):
     # opening, editing (thin delegations kept for scripts and tests)
     # ==========================================================================================
     def open_path(self, path: str | os.PathLike) -> bool:
+        """Start opening ``path`` in the background (see :meth:`Document.open_path`)."""
         return self.document.open_path(path)
 
     def offer_recovery(self) -> bool:
+        """Offer crashed work back; True if a restore was started."""
         return self.document.offer_recovery()
 
     def select_label(self, label: int) -> None:
@@ -392,6 +397,7 @@ class MainWindow(QMainWindow):
             return
         self.worker.cancel()
         self.worker.wait_idle(2000)
+        self.document.loader.wait_idle(2000)
         self.display.wait_idle(2000)
         super().closeEvent(event)
 

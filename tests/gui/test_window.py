@@ -12,7 +12,8 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QTableWidget
 
-from .conftest import SOLVE_TIMEOUT, disc_mask, drag, export, paint_two_labels, segment
+from .conftest import (SOLVE_TIMEOUT, disc_mask, drag, export, open_and_wait, paint_two_labels,
+                       segment)
 
 
 def test_press_move_release_paints_a_stroke_into_the_model(qtbot, window):
@@ -229,9 +230,10 @@ def test_unreadable_image_and_solver_failure_show_messages(qtbot, window, tmp_pa
     win = window
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"not an image")
-    assert not win.open_path(bad)
+    assert not open_and_wait(win, bad)
     assert "Cannot open image" in win.message_bar.text() and "broken.png" in win.message_bar.text()
-    assert not win.open_path(tmp_path / "missing.jpg")
+    assert not open_and_wait(win, tmp_path / "missing.jpg")
+    assert "missing.jpg" in win.message_bar.text()
     assert win.model is not None and win.state.image_path.name == "disc.png"  # old image kept
 
     import segapp
@@ -263,7 +265,7 @@ def test_session_save_and_open_roundtrip(qtbot, window, make_window, tmp_path):
     assert doc["image"] == "disc.png" and doc["scribbles"] == "work.segapp.png"
     other = make_window()
     with qtbot.waitSignal(other.segmentationShown, timeout=SOLVE_TIMEOUT):
-        assert other.open_path(path)
+        assert open_and_wait(other, path)
     np.testing.assert_array_equal(other.model.scribbles, win.model.scribbles)
     assert other.model.labels[2].name == "background"
     assert other.model.labels[1].color == (200, 10, 10)
@@ -281,6 +283,7 @@ def test_drop_an_image_file_opens_it(qtbot, window, tmp_path):
     ev = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                     Qt.KeyboardModifier.NoModifier)
     window.dropEvent(ev)
+    qtbot.waitUntil(lambda: window.state.image_path == p, timeout=SOLVE_TIMEOUT)
     assert window.state.image_path == p and window.model.shape == (40, 50)
     assert str(p.resolve()) == window.document.recent_files()[0]
 
