@@ -263,6 +263,7 @@ class MainWindow(QMainWindow):
         doc.exporter.finished.connect(lambda _r: self.status.export_done())
         self.cancel_export_button.clicked.connect(doc.exporter.cancel)
         doc.loader.progress.connect(self.status.load_progress)
+        doc.saver.progress.connect(lambda _i, n, text: n and self.show_info(f"{text}…"))
         self.cancel_load_button.clicked.connect(doc.loader.cancel)
 
     def _brush_tip(self, screen: bool) -> None:
@@ -398,6 +399,7 @@ class MainWindow(QMainWindow):
         self.worker.cancel()
         self.worker.wait_idle(2000)
         self.document.loader.wait_idle(2000)
+        self.document.saver.wait_idle(10000)
         self.display.wait_idle(2000)
         super().closeEvent(event)
 
