@@ -25,17 +25,18 @@ import itertools
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
-from PySide6.QtCore import QObject, QSettings, QStandardPaths, Signal
+from PySide6.QtCore import QObject, QSettings, QStandardPaths, QTimer, Signal
 
+from .. import io
 from ..annotation import AnnotationModel, EditRecord, Label
 from ..errors import SegappError
 from . import files
 from .exporter import ExportReport, Exporter
 from .journal import Recovered
-from .loader import Loaded, Loader, import_strokes, load_image, load_session
+from .loader import Loaded, Loader, load_image, load_session
 from .qtcompat import emit
 from .recovery import Instance, Orphan, orphans
 from .state import AppState
@@ -104,7 +105,8 @@ class Document(QObject):
         self._saved_key: int | None = None
         self._labels_dirty = False
         self.loader = Loader(self)  # opening files
-        self.saver = Loader(self)  # saving sessions (a load must not cancel a save)
+        self.saver = Loader(self, supersede=False)  # saving sessions (never cancelled by a load)
+        self.editor = Loader(self, supersede=False)  # whole-map edits, in order
         self.exporter = Exporter(self)
         self.exporter.finished.connect(self._on_export_finished)
         self._export_id = 0
@@ -174,12 +176,55 @@ class Document(QObject):
             self._journal("edit", record.bbox, self.state.strokes.scribbles[record.bbox.slices])
 
     def clear_label(self, label: int) -> None:
-        if self.state.strokes is not None:
-            self.edit(self.state.strokes.clear_label(label))
+        self.edit_later("Clearing a label", lambda model, _: model.clear_label(label))
 
     def clear_all(self) -> None:
-        if self.state.strokes is not None:
-            self.edit(self.state.strokes.clear_all())
+        self.edit_later("Clearing all strokes", lambda model, _: model.clear_all())
+
+    def edit_later(self, what: str, change: Callable[[AnnotationModel, Any], EditRecord | None],
+                   prepare: Callable[[], Any] = lambda: None) -> None:
+        """A whole-map edit (clear, fill): made off the GUI thread, applied as one step.
+
+        ``data = prepare()`` and ``change(model, data)`` run in the background on a copy of the
+        strokes (a 12 MP fill or clear takes 0.1-0.5 s); the GUI thread then applies the
+        record. Edits queue up in the order they were asked for.
+        """
+        self._edit_off_thread(what, change, prepare, self.editor,
+                              lambda msg: self.window.show_error(f"{what} failed: {msg}"))
+
+    def _edit_off_thread(self, what: str,
+                         change: Callable[[AnnotationModel, Any], EditRecord | None],
+                         prepare: Callable[[], Any], runner: Loader,
+                         failed: Callable[[str], None], then: Callable[[], None] = lambda: None,
+                         cancelled: Callable[[], None] = lambda: None) -> None:
+        model = self.state.strokes
+        if model is None:
+            return
+        snapshot, revision = model.scribbles.copy(), model.revision
+
+        def work(step: Any) -> tuple[Any, EditRecord | None]:
+            step(0, 2, what)
+            data = prepare()
+            step(1, 2, what)
+            scratch = AnnotationModel(model.shape, list(model.labels.values()))
+            scratch.scribbles = snapshot
+            return data, change(scratch, data)
+
+        def done(result: tuple[Any, EditRecord | None]) -> None:
+            data, record = result
+            if self.state.strokes is not model:
+                return  # another image is open now
+            if model.stroking:  # never in the middle of a stroke: right after it
+                QTimer.singleShot(20, lambda: done(result))
+                return
+            if model.revision != revision:  # the strokes changed meanwhile: change them here
+                record = change(model, data)
+            elif record is not None:
+                record.redo(model)
+            self.edit(record)
+            then()
+
+        runner.start(what, work, done, failed, cancelled)
 
     def _on_labels_changed(self, _label_id: int) -> None:
         self._labels_dirty = True
@@ -371,23 +416,16 @@ class Document(QObject):
                                    "strokes when it is.")
             return False
         p = Path(path)
-        snapshot, revision = model.scribbles.copy(), model.revision
 
-        def done(result: tuple[np.ndarray, EditRecord | None]) -> None:
-            new, record = result
-            if self.state.strokes is not model:
-                return  # another image was opened meanwhile
-            if model.revision != revision:  # painted meanwhile: compare with the strokes now
-                record = model.set_scribbles(new, text=f"import {p.name}")
-            elif record is not None:
-                record.redo(model)
-            self.edit(record)
+        def then() -> None:
             ids = model.label_ids_present()
             self.window.show_info(f"Imported {p.name}: labels {', '.join(map(str, ids))}")
 
-        self.loader.start(f"Importing {p.name}", lambda step: import_strokes(p, snapshot, step),
-                          done, lambda msg: self.window.show_error(f"Cannot import scribbles: {msg}"),
-                          lambda: self.window.show_info(f"Import of {p.name} cancelled"))
+        self._edit_off_thread(
+            f"Importing {p.name}", lambda m, new: m.set_scribbles(new, text=f"import {p.name}"),
+            lambda: io.read_scribbles(p, model.shape), self.loader,
+            lambda msg: self.window.show_error(f"Cannot import scribbles: {msg}"), then,
+            lambda: self.window.show_info(f"Import of {p.name} cancelled"))
         return True
 
     # ==========================================================================================

@@ -28,7 +28,7 @@ from PySide6.QtCore import QEventLoop, QObject, QRunnable, QThreadPool, QTimer, 
 from PySide6.QtGui import QImage
 
 from .. import io, render
-from ..annotation import AnnotationModel, EditRecord, Label
+from ..annotation import AnnotationModel, Label
 from ..errors import Cancelled, SegappError
 from .files import SessionData
 from .files import load_session as read_session
@@ -113,20 +113,6 @@ def _prepare(path: Path, image: np.ndarray, step: Step, scribbles: np.ndarray | 
     return Loaded(Path(path), image, model, make_view(image, model), label_counts(model.scribbles))
 
 
-def import_strokes(path: Path, scribbles: np.ndarray,
-                   step: Step) -> tuple[np.ndarray, EditRecord | None]:
-    """Read a scribble / label file for an image with strokes ``scribbles`` (a snapshot) and
-    make the edit that replaces them by it (worker thread; the GUI thread applies it with
-    ``record.redo(model)``). Returns ``(strokes read, record)``; the record is None if they
-    are the same."""
-    step(0, 2, f"Reading {path.name}")
-    new = io.read_scribbles(path, scribbles.shape)
-    step(1, 2, "Comparing with the strokes")
-    scratch = AnnotationModel(scribbles.shape)
-    scratch.scribbles = scribbles
-    return new, scratch.set_scribbles(new, text=f"import {path.name}")
-
-
 class SizeMismatch(SegappError):
     """The strokes that come with an image do not have its size."""
 
@@ -175,88 +161,98 @@ class _Pending:
 
 
 class Loader(QObject):
-    """Runs one load at a time in the background; a new load cancels the running one.
+    """Runs jobs one at a time in the background, in the order they were started.
+
+    With ``supersede`` (opening files) a new job cancels the ones not finished; without it
+    (saving, edits) jobs queue up and each reports in turn.
 
     Signals
     -------
     progress(int step, int steps, str text)
-        The running load is at ``step`` of ``steps``; ``steps == 0``: no load is running.
+        The newest job is at ``step`` of ``steps``; ``steps == 0``: no job is left.
     idle()
-        The last load has finished (done, failed or cancelled) and its callback has run.
+        The last job has finished (done, failed or cancelled) and its callback has run.
     """
 
     progress = Signal(int, int, str)
     idle = Signal()
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, supersede: bool = True) -> None:
         super().__init__(parent)
+        self.supersede = supersede
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._signals = _Signals(self)
         self._signals.progress.connect(self._on_progress)
         self._signals.finished.connect(self._on_finished)
         self._tickets = 0
-        self._pending: _Pending | None = None
+        self._pending: dict[int, _Pending] = {}  # by ticket, oldest first
 
     @property
     def running(self) -> bool:
-        return self._pending is not None
+        return bool(self._pending)
 
     @property
     def what(self) -> str:
-        return "" if self._pending is None else self._pending.what
+        return next(reversed(self._pending.values())).what if self._pending else ""
 
     def start(self, what: str, work: Callable[[Step], Any], done: Callable[[Any], None],
               failed: Callable[[str], None], cancelled: Callable[[], None] = lambda: None) -> None:
         """Run ``work(step)`` off the GUI thread; then ``done(result)`` or ``failed(message)``
-        on the GUI thread, or ``cancelled()`` (at once) if :meth:`cancel` or a newer load
-        comes first. ``what`` names the load for the user (e.g. "Opening photo.jpg")."""
-        self.cancel()
+        on the GUI thread, or ``cancelled()`` (at once) if :meth:`cancel` or, with
+        ``supersede``, a newer job comes first. ``what`` names the job for the user (e.g.
+        "Opening photo.jpg")."""
+        if self.supersede:
+            self.cancel()
         self._tickets += 1
         event = threading.Event()
-        self._pending = _Pending(self._tickets, what, done, failed, cancelled, event)
+        self._pending[self._tickets] = _Pending(self._tickets, what, done, failed, cancelled,
+                                                event)
         emit(self.progress, 0, 1, what)
         self._pool.start(_LoadJob(self._tickets, work, event, self._signals))
 
     def cancel(self) -> None:
-        """Cancel the running load, if any (its ``cancelled`` callback runs now)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
+        """Cancel the jobs not finished (their ``cancelled`` callbacks run now)."""
+        pending, self._pending = list(self._pending.values()), {}
+        if not pending:
             return
-        pending.event.set()
         emit(self.progress, 0, 0, "")
-        pending.cancelled()
+        for job in pending:
+            job.event.set()
+            job.cancelled()
         emit(self.idle)
 
     def wait_loaded(self, msecs: int = 120_000) -> bool:
-        """Run the event loop until no load is running (scripts and tests); False on timeout."""
-        if self._pending is None:
+        """Run the event loop until no job is left (scripts, tests, a save the user waits
+        for); False on timeout."""
+        if not self._pending:
             return True
         loop = QEventLoop()
         self.idle.connect(loop.quit)
         QTimer.singleShot(msecs, loop.quit)
         loop.exec()
         self.idle.disconnect(loop.quit)
-        return self._pending is None
+        return not self._pending
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
         """Block until the worker thread is idle (shutdown)."""
         return self._pool.waitForDone(msecs)
 
     def _on_progress(self, ticket: int, i: int, n: int, text: str) -> None:
-        if self._pending is not None and ticket == self._pending.ticket:
+        if ticket in self._pending:
             emit(self.progress, i, n, text)
 
     def _on_finished(self, ticket: int, result: Any, error: str) -> None:
-        pending = self._pending
-        if pending is None or ticket != pending.ticket:
+        job = self._pending.pop(ticket, None)
+        if job is None:
             return  # cancelled or superseded: its callback has been called already
-        self._pending = None
-        emit(self.progress, 0, 0, "")
+        if not self._pending:
+            emit(self.progress, 0, 0, "")
         try:
             if error:
-                pending.failed(error)
+                job.failed(error)
             else:
-                pending.done(result)
+                job.done(result)
         finally:
-            emit(self.idle)
+            if not self._pending:
+                emit(self.idle)

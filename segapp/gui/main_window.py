@@ -93,7 +93,7 @@ class MainWindow(QMainWindow):
 
         self.worker = SegmentationWorker(self, debounce_ms=debounce_ms)
         self.document = Document(self, state, recovery_dir)
-        self.display = Display(state, self.canvas, self.worker, self.document.edit, self)
+        self.display = Display(state, self.canvas, self.worker, self.document.edit_later, self)
         self.display.shownChanged.connect(self.segmentationShown)
         self.display.message.connect(self._on_display_message)
         self.status = StatusWidgets(self)

@@ -135,7 +135,10 @@ class History:
         return [int(i) for i in np.nonzero(self.counts[1:])[0] + 1]
 
     def _count(self, record: EditRecord, sign: int) -> None:
-        self.counts += sign * (label_counts(record.new) - label_counts(record.old))
+        # only the pixels that changed: bincount converts its input to int64, 0.1-0.2 s for
+        # the box of a 12 MP fill or clear, where comparing and selecting takes ~20 ms
+        changed = record.old != record.new
+        self.counts += sign * (label_counts(record.new[changed]) - label_counts(record.old[changed]))
 
     def can_undo(self) -> bool:
         return self._index > 0

@@ -199,11 +199,13 @@ def test_eraser_clear_label_and_clear_all_are_undoable(qtbot, window):
     drag(qtbot, win.canvas, [(60, 5), (60, 40)])
     assert win.model.scribbles[20, 60] == 0 and win.model.scribbles[20, 20] == 1
     qtbot.keyClick(win.canvas, Qt.Key.Key_1)
-    qtbot.keyClick(win.canvas, Qt.Key.Key_Delete)  # clear current label
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Delete)  # clear current label (in the background)
+    win.document.editor.wait_loaded()
     assert not win.model.scribbles.any()
     qtbot.keyClick(win.canvas, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert win.model.scribbles[20, 20] == 1
     qtbot.keyClick(win.canvas, Qt.Key.Key_Delete, Qt.KeyboardModifier.ControlModifier)
+    win.document.editor.wait_loaded()
     # stroke, erase, clear-all (the undone "clear label" was dropped from the redo end)
     assert not win.model.scribbles.any()
     assert win.state.history._index == 3 and not win.state.history.can_redo()
