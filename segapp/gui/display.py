@@ -105,7 +105,7 @@ class Display(QObject):
         elif heat >= 0:
             self.draw_heatmap()
         seg = result.segmentation
-        lost = getattr(seg, "unplaced_labels", ())
+        lost = result.unplaced  # found in the worker thread
         if lost:  # only the unconstrained baseline: its strokes name clusters, not shape them
             emit(self.message, f"{seg.method} could not place label"
                  f"{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))}: it ignores the "

@@ -418,7 +418,7 @@ class Document(QObject):
         p = Path(path)
 
         def then() -> None:
-            ids = model.label_ids_present()
+            ids = self.state.history.label_ids_present()  # kept per edit: no 12 MP count
             self.window.show_info(f"Imported {p.name}: labels {', '.join(map(str, ids))}")
 
         self._edit_off_thread(
