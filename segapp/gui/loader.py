@@ -1,4 +1,5 @@
-"""Load files off the GUI thread, one at a time, with progress and cancellation.
+"""Background jobs of the window: opening files (and saving sessions, whole-map edits), one
+at a time, with progress and cancellation.
 
 Opening a 12-megapixel photo is about 2 s of work (decoding, conversion to float, the 8-bit
 display copy): on the GUI thread that froze the window. :class:`Loader` runs a *work*
@@ -29,7 +30,7 @@ from PySide6.QtGui import QImage
 
 from .. import io, render
 from ..annotation import AnnotationModel, Label
-from ..errors import Cancelled, SegappError
+from ..errors import Cancelled, InvalidInputError, SegappError
 from .files import SessionData
 from .files import load_session as read_session
 from .qimage import RGBABuffer, label_lut
@@ -84,7 +85,7 @@ def load_image(path: Path, step: Step, *, scribbles: np.ndarray | None = None,
     """Read ``path`` and prepare its display picture and stroke model (worker thread).
 
     ``scribbles`` / ``labels`` are strokes that come with it (recovered work); they must
-    have the image's size (:class:`SizeMismatch`).
+    have the image's size (else InvalidInputError).
     """
     step(0, 3, f"Reading {path.name}")
     return _prepare(path, io.read_image(path), step, scribbles, labels)
@@ -101,7 +102,7 @@ def _prepare(path: Path, image: np.ndarray, step: Step, scribbles: np.ndarray | 
              labels: list[Label] | None) -> Loaded:
     if scribbles is not None and np.shape(scribbles) != image.shape[:2]:
         h, w = np.shape(scribbles)
-        raise SizeMismatch(f"{Path(path).name} is {image.shape[1]}×{image.shape[0]} but the "
+        raise InvalidInputError(f"{Path(path).name} is {image.shape[1]}×{image.shape[0]} but the "
                            f"strokes are {w}×{h}")
     step(1, 3, "Preparing the strokes")
     model = AnnotationModel(image.shape[:2])
@@ -111,10 +112,6 @@ def _prepare(path: Path, image: np.ndarray, step: Step, scribbles: np.ndarray | 
         model.set_scribbles(scribbles)  # loaded strokes are not an undoable step
     step(2, 3, "Preparing the display")
     return Loaded(Path(path), image, model, make_view(image, model), label_counts(model.scribbles))
-
-
-class SizeMismatch(SegappError):
-    """The strokes that come with an image do not have its size."""
 
 
 class _Signals(QObject):

@@ -387,9 +387,13 @@ def test_a_large_image_shows_the_librarys_coarse_preview_before_the_full_result(
     win.worker.resultReady.connect(lambda tag, r, cached: seen.append("full"))
     shown = []
     win.state.events.shown.connect(lambda s: shown.append(s and s.result.preview))
+    status = []  # the status bar's solve line as shown (set by the connection made before)
+    win.display.status.connect(lambda _t: status.append(win.time_label.text()))
     with qtbot.waitSignal(win.worker.resultReady, timeout=120_000):
         win.document.edit(win.model.apply_stroke([(50, 250), (250, 250)], 1, 5))
         win.document.edit(win.model.apply_stroke([(350, 250), (550, 250)], 2, 5))
     assert seen == ["preview", "full"] and shown[-2:] == [True, False]
+    # the status bar says "preview" from the preview until the full result replaces it
+    assert "preview" in status[-2] and "preview" not in status[-1] == win.time_label.text()
     assert win.heatmap_panel.list.count() >= 1  # the full result brings the eigenvectors
     assert (np.asarray(win.result.labels)[:, :280] == 1).mean() > 0.95
