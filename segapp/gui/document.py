@@ -267,6 +267,7 @@ class Document(QObject):
     # ==========================================================================================
     def confirm_discard(self, doing: str) -> bool:
         """Ask Save / Discard / Cancel if there is unsaved work; True if we may go on."""
+        self.editor.wait_loaded()  # a fill or clear asked for is part of the work
         self.saver.wait_loaded()  # a save being written may be all there is to wait for
         if not self.dirty:
             return True
