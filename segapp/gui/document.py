@@ -10,7 +10,10 @@ Never lose work:
   instance); when its image has moved, the user is asked where it is now, and the work is kept
   until it is restored or discarded;
 - exports run in the background (:mod:`segapp.gui.exporter`) and say which files were not
-  written.
+  written;
+- files are opened and saved, and fills and clears computed, in the background too
+  (:mod:`segapp.gui.loader`); a file read while strokes were painted asks again before they
+  go.
 
 Dialogs go through the window's :meth:`ask`, :meth:`choose` and :meth:`get_path`, which tests
 replace with scripted answers.
