@@ -1,0 +1,12 @@
+"""The data graphs the methods solve on, side by side.
+
+:mod:`.weighted` holds what every graph method sees (:class:`Graph`: Laplacian, degrees,
+shape; :func:`graph_from_adjacency` for any symmetric adjacency); :mod:`.image` builds the
+pixel-grid RBF graph of an image (neighbourhood, σ rule, TV pre-filter, FAST-GE §7.3). The
+landmark graph of the feature methods (Liu et al. 2017) is built in :mod:`segapp.landmarks`.
+"""
+
+from .image import image_graph
+from .weighted import Graph, graph_from_adjacency, laplacian
+
+__all__ = ["Graph", "graph_from_adjacency", "image_graph", "laplacian"]
