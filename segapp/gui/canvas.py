@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import render
-from ..annotation import MAX_LABELS, AnnotationModel, BBox
-from .qimage import RGBABuffer, rgb_to_qimage
+from ..annotation import AnnotationModel, BBox
+from .loader import View, make_view
+from .qimage import RGBABuffer, label_lut
 from .qtcompat import emit
 from .state import AppState
 
@@ -83,7 +83,7 @@ class Canvas(QGraphicsView):
         self.viewport().setCursor(Qt.CursorShape.CrossCursor)
 
         self.model: AnnotationModel | None = None
-        self._lut = np.zeros((MAX_LABELS + 1, 4), dtype=np.uint8)
+        self._lut = label_lut({})
         self._strokes: RGBABuffer | None = None
         self._painting = False
         self._panning = False
@@ -124,29 +124,34 @@ class Canvas(QGraphicsView):
 
     # -- content ---------------------------------------------------------------------------
     def _on_image(self, model: AnnotationModel) -> None:
-        self.set_image(rgb_to_qimage(render.to_rgb8(self.state.image)), model)
+        view = self.state.view  # made by the loader, off the GUI thread
+        if view is None:  # an image installed directly (scripts): ~0.4 s at 12 MP
+            view = make_view(self.state.image, model)
+        self.set_image(view, model)
 
-    def set_image(self, rgb: QImage, model: AnnotationModel) -> None:
-        """Show a new image (QImage) and observe its annotation model."""
+    def set_image(self, view: View, model: AnnotationModel) -> None:
+        """Show a new image and its strokes (:class:`~segapp.gui.loader.View`) and observe
+        its annotation model."""
         if self.model is not None:
             self.model.changed.disconnect(self._on_model_changed)
             self.model.labels_changed.disconnect(self._on_labels_changed)
         self.model = model
         model.changed.connect(self._on_model_changed)
         model.labels_changed.connect(self._on_labels_changed)
-        self._image_item.setPixmap(QPixmap.fromImage(rgb))
+        self._image_item.setPixmap(QPixmap.fromImage(view.picture))  # RGB32: no conversion
         self.set_overlay(None)
         self.set_heatmap(None)
         h, w = model.shape
         if self._stroke_item is not None:
             self.scene().removeItem(self._stroke_item)
-        self._strokes = RGBABuffer(h, w)
+        self._strokes = view.strokes
         self._stroke_item = BufferItem(self._strokes)
         self._stroke_item.setZValue(5)
         self._stroke_item.setVisible(self.state.show_strokes)
         self.scene().addItem(self._stroke_item)
         self.scene().setSceneRect(QRectF(0, 0, w, h))
-        self._on_labels_changed(0)
+        self._lut = label_lut(model.colors())  # the view's strokes are coloured with these
+        self._update_cursor()
         self._auto_fit = True
         self.fit_to_window()
         self._update_hint()
@@ -184,17 +189,14 @@ class Canvas(QGraphicsView):
     def _on_labels_changed(self, _label_id: int) -> None:
         if self.model is None:
             return
-        for i, lab in self.model.labels.items():
-            self._lut[i] = (*lab.color, 255)
-        self._lut[0] = 0
+        self._lut = label_lut(self.model.colors())
         self._on_model_changed(BBox.full(self.model.shape))
         self._update_cursor()
 
     def _on_model_changed(self, box: BBox) -> None:
         if self.model is None or self._strokes is None or box.empty:
             return
-        ys, xs = box.slices
-        self._strokes.array[ys, xs] = self._lut[self.model.scribbles[ys, xs]]
+        self._strokes.paint_labels(self.model.scribbles, self._lut, box)
         self._stroke_item.update(QRectF(box.x0, box.y0, box.width, box.height))
         if self.hint.isVisible() or not self.model.stroking:
             self._update_hint()

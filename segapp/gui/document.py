@@ -10,7 +10,10 @@ Never lose work:
   instance); when its image has moved, the user is asked where it is now, and the work is kept
   until it is restored or discarded;
 - exports run in the background (:mod:`segapp.gui.exporter`) and say which files were not
-  written.
+  written;
+- files are opened and saved, and fills and clears computed, in the background too
+  (:mod:`segapp.gui.loader`); a file read while strokes were painted asks again before they
+  go.
 
 Dialogs go through the window's :meth:`ask`, :meth:`choose` and :meth:`get_path`, which tests
 replace with scripted answers.
@@ -25,10 +28,10 @@ import itertools
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
-from PySide6.QtCore import QObject, QSettings, QStandardPaths, Signal
+from PySide6.QtCore import QObject, QSettings, QStandardPaths, QTimer, Signal
 
 from .. import io
 from ..annotation import AnnotationModel, EditRecord, Label
@@ -36,6 +39,7 @@ from ..errors import SegappError
 from . import files
 from .exporter import ExportReport, Exporter
 from .journal import Recovered
+from .loader import Loaded, Loader, load_image, load_session
 from .qtcompat import emit
 from .recovery import Instance, Orphan, orphans
 from .state import AppState
@@ -103,6 +107,9 @@ class Document(QObject):
         self.session_path: Path | None = None
         self._saved_key: int | None = None
         self._labels_dirty = False
+        self.loader = Loader(self)  # opening files
+        self.saver = Loader(self, supersede=False)  # saving sessions (never cancelled by a load)
+        self.editor = Loader(self, supersede=False)  # whole-map edits, in order
         self.exporter = Exporter(self)
         self.exporter.finished.connect(self._on_export_finished)
         self._export_id = 0
@@ -172,12 +179,55 @@ class Document(QObject):
             self._journal("edit", record.bbox, self.state.strokes.scribbles[record.bbox.slices])
 
     def clear_label(self, label: int) -> None:
-        if self.state.strokes is not None:
-            self.edit(self.state.strokes.clear_label(label))
+        self.edit_later("Clearing a label", lambda model, _: model.clear_label(label))
 
     def clear_all(self) -> None:
-        if self.state.strokes is not None:
-            self.edit(self.state.strokes.clear_all())
+        self.edit_later("Clearing all strokes", lambda model, _: model.clear_all())
+
+    def edit_later(self, what: str, change: Callable[[AnnotationModel, Any], EditRecord | None],
+                   prepare: Callable[[], Any] = lambda: None) -> None:
+        """A whole-map edit (clear, fill): made off the GUI thread, applied as one step.
+
+        ``data = prepare()`` and ``change(model, data)`` run in the background on a copy of the
+        strokes (a 12 MP fill or clear takes 0.1-0.5 s); the GUI thread then applies the
+        record. Edits queue up in the order they were asked for.
+        """
+        self._edit_off_thread(what, change, prepare, self.editor,
+                              lambda msg: self.window.show_error(f"{what} failed: {msg}"))
+
+    def _edit_off_thread(self, what: str,
+                         change: Callable[[AnnotationModel, Any], EditRecord | None],
+                         prepare: Callable[[], Any], runner: Loader,
+                         failed: Callable[[str], None], then: Callable[[], None] = lambda: None,
+                         cancelled: Callable[[], None] = lambda: None) -> None:
+        model = self.state.strokes
+        if model is None:
+            return
+        snapshot, revision = model.scribbles.copy(), model.revision
+
+        def work(step: Any) -> tuple[Any, EditRecord | None]:
+            step(0, 2, what)
+            data = prepare()
+            step(1, 2, what)
+            scratch = AnnotationModel(model.shape, list(model.labels.values()))
+            scratch.scribbles = snapshot
+            return data, change(scratch, data)
+
+        def done(result: tuple[Any, EditRecord | None]) -> None:
+            data, record = result
+            if self.state.strokes is not model:
+                return  # another image is open now
+            if model.stroking:  # never in the middle of a stroke: right after it
+                QTimer.singleShot(20, lambda: done(result))
+                return
+            if model.revision != revision:  # the strokes changed meanwhile: change them here
+                record = change(model, data)
+            elif record is not None:
+                record.redo(model)
+            self.edit(record)
+            then()
+
+        runner.start(what, work, done, failed, cancelled)
 
     def _on_labels_changed(self, _label_id: int) -> None:
         self._labels_dirty = True
@@ -220,6 +270,8 @@ class Document(QObject):
     # ==========================================================================================
     def confirm_discard(self, doing: str) -> bool:
         """Ask Save / Discard / Cancel if there is unsaved work; True if we may go on."""
+        self.editor.wait_loaded()  # a fill or clear asked for is part of the work
+        self.saver.wait_loaded()  # a save being written may be all there is to wait for
         if not self.dirty:
             return True
         name = self.state.image_path.name if self.state.image_path else "the image"
@@ -228,7 +280,7 @@ class Document(QObject):
             f"The strokes on {name} are not saved. Save them before {doing}?",
             ("Save", "Discard", "Cancel"))
         if answer == "Save":
-            return self.save_session()
+            return self.save_session(wait=True)
         return answer == "Discard"
 
     def close(self) -> bool:
@@ -242,6 +294,7 @@ class Document(QObject):
             self.exporter.wait_idle()
         if not self.confirm_discard("quitting"):
             return False
+        self.loader.cancel()
         if self.instance is not None:
             self.instance.remove()
             self.instance = None
@@ -257,52 +310,86 @@ class Document(QObject):
             self.remember_folder("open", path)
             self.open_path(path)
 
+    def _work_mark(self) -> tuple:
+        """What the unsaved-work question was answered for."""
+        return id(self.state.strokes), self.state.stroke_key(), self._labels_dirty
+
+    def _may_replace(self, mark: tuple, name: str) -> bool:
+        """A load has finished: the current work may go if it is what the user agreed to drop
+        (asked again when strokes were painted while the file was read)."""
+        return self._work_mark() == mark or self.confirm_discard(f"opening {name}")
+
     def open_path(self, path: str | os.PathLike, *, ask: bool = True) -> bool:
-        """Open an image or a ``*.segapp.json`` session; errors go to the message bar."""
+        """Start opening an image or a ``*.segapp.json`` session in the background.
+
+        Returns False if the user kept the current work at the unsaved-strokes question;
+        otherwise the file is read off the GUI thread (:attr:`loader`: progress, cancel) and
+        shown when ready; errors go to the message bar.
+        """
         p = Path(path)
         if ask and not self.confirm_discard(f"opening {p.name}"):
             return False
+        mark = self._work_mark()
         if p.name.endswith(files.SESSION_SUFFIX):
-            return self.open_session(p)
-        try:
-            image = io.read_image(p)
-        except (SegappError, OSError) as exc:
-            self.window.show_error(f"Cannot open image: {exc}")
-            return False
-        except MemoryError:
-            self.window.show_error(f"Cannot open image {p}: not enough memory")
-            return False
-        self.session_path = None
-        self.install(image, p)
-        self._add_recent(p)
-        self.window.show_info(f"Opened {p.name} ({image.shape[1]}×{image.shape[0]})")
+            return self._open_session(p, mark)
+
+        def done(loaded: Loaded) -> None:
+            if not self._may_replace(mark, p.name):
+                return
+            self.session_path = None
+            self._install(loaded)
+            self._add_recent(p)
+            h, w = loaded.image.shape[:2]
+            self.window.show_info(f"Opened {p.name} ({w}×{h})")
+
+        self.loader.start(f"Opening {p.name}", lambda step: load_image(p, step), done,
+                          lambda msg: self.window.show_error(f"Cannot open image: {msg}"),
+                          lambda: self.window.show_info(f"Opening {p.name} cancelled"))
         return True
 
-    def open_session(self, path: str | os.PathLike, record_recent: bool = True) -> bool:
-        try:
-            data, image = files.load_session(path)
-        except (SegappError, OSError) as exc:
-            self.window.show_error(f"Cannot open session: {exc}")
-            return False
-        self.session_path = Path(path)
-        self.install(image, data.image_path, data.scribbles, data.labels, data.settings)
-        if record_recent:
-            self._add_recent(Path(path))
-        self.window.show_info(f"Opened session {Path(path).name}")
+    def open_session(self, path: str | os.PathLike) -> bool:
+        """Start opening a saved session (see :meth:`open_path`)."""
+        return self.open_path(path, ask=False)
+
+    def _open_session(self, p: Path, mark: tuple) -> bool:
+        def done(result: tuple[files.SessionData, Loaded]) -> None:
+            data, loaded = result
+            if not self._may_replace(mark, p.name):
+                return
+            self.session_path = p
+            self._install(loaded, data.settings)
+            self._add_recent(p)
+            self.window.show_info(f"Opened session {p.name}")
+
+        self.loader.start(f"Opening {p.name}", lambda step: load_session(p, step), done,
+                          lambda msg: self.window.show_error(f"Cannot open session: {msg}"),
+                          lambda: self.window.show_info(f"Opening {p.name} cancelled"))
         return True
+
+    def wait_loaded(self, msecs: int = 120_000) -> bool:
+        """Run the event loop until the file being opened is shown or has failed (scripts and
+        tests); True if an image is shown and no load is running."""
+        return self.loader.wait_loaded(msecs) and self.state.strokes is not None
 
     def install(self, image: np.ndarray, path: Path, scribbles: np.ndarray | None = None,
                 labels: list | None = None, settings: dict[str, Any] | None = None,
                 saved: bool = True) -> None:
-        """Make ``image`` the current image with its strokes; start a new journal."""
+        """Make ``image`` the current image with its strokes, here on the GUI thread (scripts;
+        the app opens files with :meth:`open_path`, which prepares all this off it)."""
         model = AnnotationModel(image.shape[:2])
         if labels:
             model.set_labels(labels)
         if scribbles is not None:
             model.set_scribbles(scribbles)  # loaded strokes are not an undoable step
+        self._install(Loaded(Path(path), image, model, None), settings, saved)
+
+    def _install(self, loaded: Loaded, settings: dict[str, Any] | None = None,
+                 saved: bool = True) -> None:
+        """Show a loaded image with its strokes; start a new journal."""
         if settings:
             self.window.apply_settings(settings)
-        self.state.set_image(image, Path(path), model)
+        model = loaded.model
+        self.state.set_image(loaded.image, loaded.path, model, loaded.view, loaded.counts)
         model.labels_changed.connect(self._on_labels_changed)
         if saved:
             self._mark_saved()
@@ -322,24 +409,42 @@ class Document(QObject):
             self.import_scribbles(path)
 
     def import_scribbles(self, path: str | os.PathLike) -> bool:
-        """Replace the strokes by a scribble / label PNG (undoable), as the CLI reads it."""
+        """Start replacing the strokes by a scribble / label PNG, read as the CLI reads it, in
+        the background; the import is one undoable step. False if nothing was started."""
         model = self.state.strokes
-        try:
-            scribbles = io.read_scribbles(path, model.shape)
-            record = model.set_scribbles(scribbles, text=f"import {Path(path).name}")
-        except (SegappError, OSError, ValueError) as exc:
-            self.window.show_error(f"Cannot import scribbles: {exc}")
+        if model is None:
+            self.window.show_error("Open an image first.")
             return False
-        self.edit(record)
-        ids = model.label_ids_present()
-        self.window.show_info(f"Imported {Path(path).name}: labels {', '.join(map(str, ids))}")
+        if self.loader.running:
+            self.window.show_error(f"{self.loader.what} is not finished yet; import the "
+                                   "strokes when it is.")
+            return False
+        p = Path(path)
+
+        def then() -> None:
+            ids = self.state.history.label_ids_present()  # kept per edit: no 12 MP count
+            self.window.show_info(f"Imported {p.name}: labels {', '.join(map(str, ids))}")
+
+        self._edit_off_thread(
+            f"Importing {p.name}", lambda m, new: m.set_scribbles(new, text=f"import {p.name}"),
+            lambda: io.read_scribbles(p, model.shape), self.loader,
+            lambda msg: self.window.show_error(f"Cannot import scribbles: {msg}"), then,
+            lambda: self.window.show_info(f"Import of {p.name} cancelled"))
         return True
 
     # ==========================================================================================
     # saving
     # ==========================================================================================
-    def save_session(self, path: str | os.PathLike | None = None, ask_path: bool = False) -> bool:
-        """Save to ``path``, the session's file, or (first time / Save As) a chosen file."""
+    def save_session(self, path: str | os.PathLike | None = None, ask_path: bool = False, *,
+                     wait: bool = False) -> bool:
+        """Save to ``path``, the session's file, or (first time / Save As) a chosen file.
+
+        The files are written in the background (a 12 MP label PNG takes ~0.45 s); the strokes
+        as they are now count as saved when it is done. Returns False if nothing was started
+        (no image, the dialog was cancelled); with ``wait`` the event loop runs until the
+        files are written (the unsaved-work question) and the return value says whether they
+        were.
+        """
         if self.state.strokes is None or self.state.image_path is None:
             self.window.show_error("Open an image first.")
             return False
@@ -358,18 +463,32 @@ class Document(QObject):
                 return False
         else:
             p = Path(path or self.session_path)
-        data = files.SessionData(Path(self.state.image_path), self.state.strokes.scribbles.copy(),
-                                 self._labels(), self._settings())
-        try:
-            files.save_session(p, data)
-        except (SegappError, OSError) as exc:
-            self.window.show_error(f"Cannot save session: {exc}")
-            return False
-        self.session_path = p
-        self._mark_saved()
-        self._journal("saved")
-        self._add_recent(p)
-        self.window.show_info(f"Saved session {p.name}")
+        labels, key, model = self._labels(), self.state.stroke_key(), self.state.strokes
+        data = files.SessionData(Path(self.state.image_path), model.scribbles.astype(np.uint8),
+                                 labels, self._settings())
+        outcome: list[bool] = []
+
+        def done(_written: Path) -> None:
+            outcome.append(True)
+            if self.state.strokes is not model:
+                return  # another image is open now
+            self.session_path = p
+            self._saved_key, self._labels_dirty = key, self._labels() != labels
+            emit(self.dirtyChanged)
+            if not self.dirty:  # edits made while writing are not in the files
+                self._journal("saved")
+            self._add_recent(p)
+            self.window.show_info(f"Saved session {p.name}")
+
+        def failed(message: str) -> None:
+            outcome.append(False)
+            self.window.show_error(f"Cannot save session: {message}")
+
+        self.saver.start(f"Saving {p.name}", lambda step: files.save_session(p, data), done,
+                         failed)
+        if wait:
+            self.saver.wait_loaded()
+            return bool(outcome and outcome[0])
         return True
 
     # ==========================================================================================
@@ -439,7 +558,8 @@ class Document(QObject):
     # recovery
     # ==========================================================================================
     def offer_recovery(self) -> bool:
-        """Offer the work of instances that are gone; True if some was restored here."""
+        """Offer the work of instances that are gone; True if a restore was started here
+        (the image is read in the background, see :meth:`wait_loaded`)."""
         if self.root is None:
             return False
         restored = False
@@ -454,11 +574,18 @@ class Document(QObject):
                 orphan.release()  # one at a time: offered again at the next start
                 continue
             restored = self._offer(orphan, rec)
-        if missing:  # after a restore, which clears the message bar
-            self.window.show_error(
-                "An export was interrupted when segapp stopped; not written: "
-                + ", ".join(Path(m).name for m in missing[:8])
-                + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
+        if missing:
+            text = ("An export was interrupted when segapp stopped; not written: "
+                    + ", ".join(Path(m).name for m in missing[:8])
+                    + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
+            if self.loader.running:  # after the restore, which clears the message bar
+
+                def later() -> None:
+                    self.loader.idle.disconnect(later)
+                    self.window.show_error(text)
+                self.loader.idle.connect(later)
+            else:
+                self.window.show_error(text)
         return restored
 
     def _offer(self, orphan: Orphan, rec: Recovered) -> bool:
@@ -485,24 +612,31 @@ class Document(QObject):
                                        "kept and offered again at the next start.")
                 return False
             image_path = Path(found)
-        try:
-            image = io.read_image(image_path)
-        except (SegappError, OSError) as exc:
+        mark = self._work_mark()
+        kept = "your strokes are kept and offered again at the next start"
+
+        def done(loaded: Loaded) -> None:
+            if not self._may_replace(mark, image_path.name):
+                orphan.release()
+                return
+            self._install(loaded, rec.settings, saved=False)
+            if self.instance is not None:  # our journal holds the work now: the old one may go
+                orphan.remove()
+            else:
+                orphan.release()
+            self.window.show_info(f"Restored your strokes on {image_path.name}")
+
+        def failed(message: str) -> None:
             orphan.release()
-            self.window.show_error(f"Cannot open {image_path}: {exc}; your strokes are kept "
-                                   "and offered again at the next start.")
-            return False
-        if image.shape[:2] != rec.scribbles.shape:
+            self.window.show_error(f"Cannot restore your strokes on {image_path.name}: "
+                                   f"{message}; {kept}.")
+
+        def cancelled() -> None:
             orphan.release()
-            h, w = rec.scribbles.shape
-            self.window.show_error(f"{image_path.name} is {image.shape[1]}×{image.shape[0]} but "
-                                   f"the strokes are {w}×{h}; they are kept and offered again "
-                                   "at the next start.")
-            return False
-        self.install(image, image_path, rec.scribbles, rec.labels, rec.settings, saved=False)
-        if self.instance is not None:  # our journal holds the work now: the old one may go
-            orphan.remove()
-        else:
-            orphan.release()
-        self.window.show_info(f"Restored your strokes on {image_path.name}")
+            self.window.show_info(f"Restore cancelled; {kept}.")
+
+        self.loader.start(f"Restoring your strokes on {image_path.name}",
+                          lambda step: load_image(image_path, step, scribbles=rec.scribbles,
+                                                  labels=rec.labels),
+                          done, failed, cancelled)
         return True

@@ -93,13 +93,14 @@ class MainWindow(QMainWindow):
 
         self.worker = SegmentationWorker(self, debounce_ms=debounce_ms)
         self.document = Document(self, state, recovery_dir)
-        self.display = Display(state, self.canvas, self.worker, self.document.edit, self)
+        self.display = Display(state, self.canvas, self.worker, self.document.edit_later, self)
         self.display.shownChanged.connect(self.segmentationShown)
         self.display.message.connect(self._on_display_message)
         self.status = StatusWidgets(self)
         # the status bar's parts, by name (tests and scripts read them)
         self.progress, self.time_label = self.status.progress, self.status.time_label
         self.cancel_export_button = self.status.cancel_export_button
+        self.cancel_load_button = self.status.cancel_load_button
         self.display.status.connect(self.time_label.setText)
         self.worker.busy.connect(self.status.busy)
 
@@ -261,6 +262,9 @@ class MainWindow(QMainWindow):
             lambda _d, _t, what: what and self.show_info(f"Exporting {what}…"))
         doc.exporter.finished.connect(lambda _r: self.status.export_done())
         self.cancel_export_button.clicked.connect(doc.exporter.cancel)
+        doc.loader.progress.connect(self.status.load_progress)
+        doc.saver.progress.connect(lambda _i, n, text: n and self.show_info(f"{text}…"))
+        self.cancel_load_button.clicked.connect(doc.loader.cancel)
 
     def _brush_tip(self, screen: bool) -> None:
         unit = "screen pixels (the same on screen at every zoom)" if screen else "image pixels"
@@ -352,9 +356,11 @@ class MainWindow(QMainWindow):
     # opening, editing (thin delegations kept for scripts and tests)
     # ==========================================================================================
     def open_path(self, path: str | os.PathLike) -> bool:
+        """Start opening ``path`` in the background (see :meth:`Document.open_path`)."""
         return self.document.open_path(path)
 
     def offer_recovery(self) -> bool:
+        """Offer crashed work back; True if a restore was started."""
         return self.document.offer_recovery()
 
     def select_label(self, label: int) -> None:
@@ -392,6 +398,8 @@ class MainWindow(QMainWindow):
             return
         self.worker.cancel()
         self.worker.wait_idle(2000)
+        self.document.loader.wait_idle(2000)
+        self.document.saver.wait_idle(10000)
         self.display.wait_idle(2000)
         super().closeEvent(event)
 

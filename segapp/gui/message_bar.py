@@ -47,10 +47,19 @@ class MessageBar(QFrame):
 
 
 class StatusWidgets:
-    """The permanent widgets of a window's status bar: solve progress, export progress with
-    its cancel button, the last solve's time, the zoom."""
+    """The permanent widgets of a window's status bar: the progress of opening a file with its
+    cancel button, solve progress, export progress with its cancel button, the last solve's
+    time, the zoom."""
 
     def __init__(self, window: QMainWindow) -> None:
+        self.window = window
+        self.load_bar = QProgressBar(window)
+        self.load_bar.setMaximumWidth(120)
+        self.load_bar.setTextVisible(False)
+        self.load_bar.hide()
+        self.cancel_load_button = QPushButton("Cancel", window)
+        self.cancel_load_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.cancel_load_button.hide()
         self.progress = QProgressBar(window)
         self.progress.setRange(0, 0)  # busy indicator
         self.progress.setMaximumWidth(120)
@@ -65,9 +74,20 @@ class StatusWidgets:
         self.cancel_export_button.hide()
         self.time_label = QLabel("", window)
         self.zoom_label = QLabel("", window)
-        for w in (self.export_bar, self.cancel_export_button, self.progress, self.time_label,
+        for w in (self.load_bar, self.cancel_load_button, self.export_bar, self.cancel_export_button, self.progress, self.time_label,
                   self.zoom_label):
             window.statusBar().addPermanentWidget(w)
+
+    def load_progress(self, step: int, steps: int, text: str) -> None:
+        """A file is being opened (``steps`` > 0) at ``step`` of ``steps``, or none is."""
+        loading = steps > 0
+        self.load_bar.setVisible(loading)
+        self.cancel_load_button.setVisible(loading)
+        if loading:
+            self.load_bar.setRange(0, steps)
+            self.load_bar.setValue(step)
+            self.cancel_load_button.setToolTip(f"Stop: {text}")
+            self.window.statusBar().showMessage(f"{text}…")
 
     def busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)

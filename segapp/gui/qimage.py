@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 from PySide6.QtGui import QImage
+
+from ..annotation import MAX_LABELS, BBox
 
 
 def rgb_to_qimage(rgb: np.ndarray) -> QImage:
@@ -36,6 +40,8 @@ class RGBABuffer:
 
     def __init__(self, height: int, width: int) -> None:
         self.array = np.zeros((height, width, 4), dtype=np.uint8)
+        #: the same memory, one uint32 (R, G, B, A bytes) per pixel
+        self.pixels = self.array.view(np.uint32)[..., 0]
         # QImage wraps the numpy buffer; self.array keeps it alive as long as the image.
         self.image = QImage(self.array.data, width, height, 4 * width,
                             QImage.Format.Format_RGBA8888)
@@ -43,3 +49,20 @@ class RGBABuffer:
     @property
     def shape(self) -> tuple[int, int]:
         return self.array.shape[:2]  # type: ignore[return-value]
+
+    def paint_labels(self, labels: np.ndarray, lut: np.ndarray, box: BBox | None = None) -> None:
+        """Colour ``box`` (default: all) by the label ids in ``labels`` (same size as the
+        buffer) through ``lut`` (:func:`label_lut`)."""
+        ys, xs = (box or BBox.full(self.shape)).slices
+        # one uint32 per pixel, unbuffered (mode="clip"; ids are 0..9): 40 ms at 12 MP where
+        # indexing the (10, 4) table took 180 ms and take's default buffered mode 700 ms
+        np.take(lut.view(np.uint32)[:, 0], labels[ys, xs], out=self.pixels[ys, xs], mode="clip")
+
+
+def label_lut(colors: Mapping[int, tuple[int, int, int]]) -> np.ndarray:
+    """``(MAX_LABELS + 1, 4)`` uint8 RGBA per label id: opaque label colours, 0 transparent."""
+    lut = np.zeros((MAX_LABELS + 1, 4), dtype=np.uint8)
+    for i, color in colors.items():
+        lut[i] = (*color, 255)
+    lut[0] = 0
+    return lut

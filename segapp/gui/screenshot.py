@@ -90,7 +90,7 @@ def make_screenshot(out: str | Path, image: str | Path | None = None, *,
         name = "chelsea" if "chelsea" in list_samples() else None
         image = sample_path(name)
     image = Path(image)
-    if not window.open_path(image):
+    if not (window.open_path(image) and window.document.wait_loaded()):
         raise RuntimeError(window.message_bar.text())
     window.state.brush_size = 20  # screen pixels
     app.processEvents()

@@ -73,6 +73,8 @@ class Result:
     vmax: tuple[float, ...]  # colour range of each eigenvector's heat map (render.robust_vmax)
     seconds: float
     preview: bool = False
+    #: labels the method could not place (Segmentation.unplaced_labels: 0.2 s at 12 MP)
+    unplaced: tuple[int, ...] = ()
 
     @property
     def nbytes(self) -> int:
@@ -81,11 +83,13 @@ class Result:
 
 
 def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Result:
-    """Attach the heat maps' colour ranges (worker thread: ~0.3 s per vector at 12 MP)."""
+    """Attach the heat maps' colour ranges (~0.3 s per vector at 12 MP) and the labels that
+    could not be placed: what the GUI thread must not compute (worker thread)."""
     v = np.asarray(segmentation.eigenvectors)
     vmax = tuple(render.robust_vmax(v[..., j]) for j in range(v.shape[-1])) if v.ndim == 3 \
         else ()
-    return Result(segmentation, vmax, seconds, preview)
+    return Result(segmentation, vmax, seconds, preview,
+                  tuple(getattr(segmentation, "unplaced_labels", ())))
 
 
 class ResultCache:

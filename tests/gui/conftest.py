@@ -125,7 +125,7 @@ def make_window(qtbot, tmp_path):
         win.show()
         qtbot.waitExposed(win)
         if path is not None:
-            assert win.open_path(path), win.message_bar.text()
+            assert open_and_wait(win, path), win.message_bar.text()
         return win
 
     yield make
@@ -139,6 +139,24 @@ def make_window(qtbot, tmp_path):
 @pytest.fixture
 def window(make_window, image_path):
     return make_window(image_path)
+
+
+def open_and_wait(win, path) -> bool:
+    """Open ``path`` as File > Open does (read in the background) and wait until it is shown
+    or has failed; True if it is the image on screen now."""
+    if not win.open_path(path):
+        return False
+    win.document.wait_loaded()
+    return win.state.image_path is not None and (
+        Path(win.state.image_path) == Path(path)
+        or (win.document.session_path is not None and Path(win.document.session_path) == Path(path)))
+
+
+def recover_and_wait(win) -> bool:
+    """``offer_recovery()`` and wait for the restore it started; True if work was restored."""
+    started = win.offer_recovery()
+    win.document.wait_loaded()
+    return started and "Restored" in win.statusBar().currentMessage()
 
 
 def view_pos(canvas, x: float, y: float) -> QPoint:

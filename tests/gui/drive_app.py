@@ -43,7 +43,7 @@ def main() -> None:
     win = MainWindow(recovery_dir=sys.argv[1], debounce_ms=10)
     win.resize(900, 700)
     win.show()
-    if len(sys.argv) > 2 and not win.open_path(sys.argv[2]):
+    if len(sys.argv) > 2 and not (win.open_path(sys.argv[2]) and win.document.wait_loaded()):
         raise SystemExit(win.message_bar.text())
 
     def say(**kw) -> None:
@@ -83,7 +83,9 @@ def main() -> None:
             answers = [args[0]]
             win.choose = lambda *a: answers.pop(0) if answers else "Later"
             win.get_path = lambda *a, **k: args[1] if len(args) > 1 else None
-            say(ok="recover", restored=win.offer_recovery(), **status())
+            started = win.offer_recovery()
+            win.document.wait_loaded()
+            say(ok="recover", restored=started and win.model is not None, **status())
         elif cmd == "status":
             say(ok="status", **status())
         else:

@@ -11,7 +11,8 @@ from PySide6.QtCore import QSettings
 from segapp.gui.journal import Journal
 from segapp.gui.recovery import orphans
 
-from .conftest import drag, paint_two_labels, simulate_crash
+from .conftest import (drag, open_and_wait, paint_two_labels, recover_and_wait,
+                       simulate_crash)
 
 
 def journal_of(win):
@@ -37,7 +38,7 @@ def test_a_second_instance_never_offers_or_deletes_the_first_ones_work(
     first = make_window(image_path, recovery_dir=root)
     paint_two_labels(qtbot, first)
     second = make_window(recovery_dir=root)
-    assert not second.offer_recovery()  # the first instance is alive: nothing offered
+    assert not recover_and_wait(second)  # the first instance is alive: nothing offered
     assert second.ask.asked == []
     assert first.document.instance.folder.is_dir()
     np.testing.assert_array_equal(journal_of(first).scribbles, first.model.scribbles)
@@ -45,7 +46,7 @@ def test_a_second_instance_never_offers_or_deletes_the_first_ones_work(
     simulate_crash(first)
     third = make_window(recovery_dir=root)
     third.ask.choices = ["Restore"]
-    assert third.offer_recovery()
+    assert recover_and_wait(third)
     np.testing.assert_array_equal(third.model.scribbles, strokes)
     assert third.document.dirty  # restored work is unsaved work
     assert [o.folder for o in orphans(root)] == []  # the crashed one's folder is gone now
@@ -84,11 +85,11 @@ def test_opening_another_image_asks_before_dropping_strokes(qtbot, window, tmp_p
     other = tmp_path / "other.png"
     Image.fromarray(np.zeros((30, 40, 3), np.uint8)).save(other)
     win.ask.choices = ["Cancel"]
-    assert not win.open_path(other)
+    assert not open_and_wait(win, other)
     np.testing.assert_array_equal(win.model.scribbles, strokes)
     assert win.state.history.can_undo()
     win.ask.choices = ["Discard"]
-    assert win.open_path(other) and win.model.shape == (30, 40)
+    assert open_and_wait(win, other) and win.model.shape == (30, 40)
     assert not win.document.dirty
 
 
@@ -106,7 +107,7 @@ def test_a_recovered_session_whose_image_moved_asks_for_its_new_place(
     fresh = make_window(recovery_dir=root)
     fresh.ask.choices = ["Restore"]
     fresh.get_path = lambda *a, **k: None  # the user does not know either
-    assert not fresh.offer_recovery()
+    assert not recover_and_wait(fresh)
     assert "kept" in fresh.message_bar.text()
     assert len(orphans(root)) == 1  # the work is still there ...
     for o in orphans(root):
@@ -116,7 +117,7 @@ def test_a_recovered_session_whose_image_moved_asks_for_its_new_place(
     again.ask.choices = ["Restore"]
     asked = []
     again.get_path = lambda title, *a, **k: asked.append(title) or str(moved)
-    assert again.offer_recovery()  # ... and restored once the image is found
+    assert recover_and_wait(again)  # ... and restored once the image is found
     assert "disc.png" in asked[0]
     np.testing.assert_array_equal(again.model.scribbles, strokes)
     assert again.state.image_path == moved and orphans(root) == []
@@ -136,7 +137,7 @@ def test_an_interrupted_export_leaves_no_temporary_file_and_is_reported(
     (out / ".shot_overlay.png.0badc0de.tmp").write_bytes(b"half a PNG")  # killed mid-write
     simulate_crash(crashed)
     fresh = make_window(recovery_dir=root)
-    assert not fresh.offer_recovery()  # no strokes to offer, but ...
+    assert not recover_and_wait(fresh)  # no strokes to offer, but ...
     assert sorted(p.name for p in out.iterdir()) == ["shot_labels.png"]  # ... no stray temp
     assert "not written: shot_overlay.png" in fresh.message_bar.text()
     assert orphans(root) == []
@@ -171,12 +172,16 @@ def test_import_scribbles_from_a_label_png_or_colour_strokes_is_undoable(qtbot, 
     Image.fromarray(colour).save(tmp_path / "colour.png")
     with qtbot.waitSignal(win.segmentationShown, timeout=20000):
         assert win.document.import_scribbles(tmp_path / "ids.png")
+        win.document.wait_loaded()
     np.testing.assert_array_equal(win.model.scribbles, ids)
     assert win.document.import_scribbles(tmp_path / "colour.png")
+    win.document.wait_loaded()
     assert win.model.label_ids_present() == [1, 2, 3]
     win.document.undo()
     np.testing.assert_array_equal(win.model.scribbles, ids)
     bad = np.zeros((10, 10), np.uint8)
     Image.fromarray(bad).save(tmp_path / "small.png")
-    assert not win.document.import_scribbles(tmp_path / "small.png")
+    win.document.import_scribbles(tmp_path / "small.png")
+    win.document.wait_loaded()
+    np.testing.assert_array_equal(win.model.scribbles, ids)  # unchanged
     assert "Cannot import" in win.message_bar.text()

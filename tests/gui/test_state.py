@@ -72,6 +72,8 @@ def test_a_history_key_always_names_the_same_strokes(steps):
         if key in seen:
             np.testing.assert_array_equal(seen[key], scribbles)
         seen[key] = scribbles
+        # the labels painted, kept from the records' boxes, are those of a full count
+        assert history.label_ids_present() == model.label_ids_present()
 
 
 @settings(max_examples=40, deadline=None)

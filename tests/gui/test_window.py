@@ -12,7 +12,8 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QTableWidget
 
-from .conftest import SOLVE_TIMEOUT, disc_mask, drag, export, paint_two_labels, segment
+from .conftest import (SOLVE_TIMEOUT, disc_mask, drag, export, open_and_wait, paint_two_labels,
+                       segment)
 
 
 def test_press_move_release_paints_a_stroke_into_the_model(qtbot, window):
@@ -198,11 +199,13 @@ def test_eraser_clear_label_and_clear_all_are_undoable(qtbot, window):
     drag(qtbot, win.canvas, [(60, 5), (60, 40)])
     assert win.model.scribbles[20, 60] == 0 and win.model.scribbles[20, 20] == 1
     qtbot.keyClick(win.canvas, Qt.Key.Key_1)
-    qtbot.keyClick(win.canvas, Qt.Key.Key_Delete)  # clear current label
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Delete)  # clear current label (in the background)
+    win.document.editor.wait_loaded()
     assert not win.model.scribbles.any()
     qtbot.keyClick(win.canvas, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert win.model.scribbles[20, 20] == 1
     qtbot.keyClick(win.canvas, Qt.Key.Key_Delete, Qt.KeyboardModifier.ControlModifier)
+    win.document.editor.wait_loaded()
     # stroke, erase, clear-all (the undone "clear label" was dropped from the redo end)
     assert not win.model.scribbles.any()
     assert win.state.history._index == 3 and not win.state.history.can_redo()
@@ -229,9 +232,10 @@ def test_unreadable_image_and_solver_failure_show_messages(qtbot, window, tmp_pa
     win = window
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"not an image")
-    assert not win.open_path(bad)
+    assert not open_and_wait(win, bad)
     assert "Cannot open image" in win.message_bar.text() and "broken.png" in win.message_bar.text()
-    assert not win.open_path(tmp_path / "missing.jpg")
+    assert not open_and_wait(win, tmp_path / "missing.jpg")
+    assert "missing.jpg" in win.message_bar.text()
     assert win.model is not None and win.state.image_path.name == "disc.png"  # old image kept
 
     import segapp
@@ -258,12 +262,14 @@ def test_session_save_and_open_roundtrip(qtbot, window, make_window, tmp_path):
     win.model.set_label_color(1, (200, 10, 10))
     path = tmp_path / "work.segapp.json"
     assert win.document.save_session(path)
-    assert not win.document.dirty and "*" not in win.windowTitle()
+    assert win.document.dirty  # written in the background ...
+    win.document.saver.wait_loaded()
+    assert not win.document.dirty and "*" not in win.windowTitle()  # ... saved once written
     doc = json.loads(path.read_text())
     assert doc["image"] == "disc.png" and doc["scribbles"] == "work.segapp.png"
     other = make_window()
     with qtbot.waitSignal(other.segmentationShown, timeout=SOLVE_TIMEOUT):
-        assert other.open_path(path)
+        assert open_and_wait(other, path)
     np.testing.assert_array_equal(other.model.scribbles, win.model.scribbles)
     assert other.model.labels[2].name == "background"
     assert other.model.labels[1].color == (200, 10, 10)
@@ -281,6 +287,7 @@ def test_drop_an_image_file_opens_it(qtbot, window, tmp_path):
     ev = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                     Qt.KeyboardModifier.NoModifier)
     window.dropEvent(ev)
+    qtbot.waitUntil(lambda: window.state.image_path == p, timeout=SOLVE_TIMEOUT)
     assert window.state.image_path == p and window.model.shape == (40, 50)
     assert str(p.resolve()) == window.document.recent_files()[0]
 
@@ -380,9 +387,13 @@ def test_a_large_image_shows_the_librarys_coarse_preview_before_the_full_result(
     win.worker.resultReady.connect(lambda tag, r, cached: seen.append("full"))
     shown = []
     win.state.events.shown.connect(lambda s: shown.append(s and s.result.preview))
+    status = []  # the status bar's solve line as shown (set by the connection made before)
+    win.display.status.connect(lambda _t: status.append(win.time_label.text()))
     with qtbot.waitSignal(win.worker.resultReady, timeout=120_000):
         win.document.edit(win.model.apply_stroke([(50, 250), (250, 250)], 1, 5))
         win.document.edit(win.model.apply_stroke([(350, 250), (550, 250)], 2, 5))
     assert seen == ["preview", "full"] and shown[-2:] == [True, False]
+    # the status bar says "preview" from the preview until the full result replaces it
+    assert "preview" in status[-2] and "preview" not in status[-1] == win.time_label.text()
     assert win.heatmap_panel.list.count() >= 1  # the full result brings the eigenvectors
     assert (np.asarray(win.result.labels)[:, :280] == 1).mean() > 0.95

@@ -9,7 +9,9 @@ Labels layer "segapp result" (same label ids, so the same colours as the scribbl
 "Eigenvector layers", each eigenvector into an image layer "segapp eigenvector j".
 
 The widget holds no state of its own beyond the Qt controls: requests, cancellation and the
-cached session live in :class:`segapp.napari.model.LiveSegmenter`.
+cached session live in :class:`segapp.napari.model.LiveSegmenter`. It lives here, in the one
+package that imports Qt (through qtpy, the binding napari uses); ``segapp.napari`` keeps the
+Qt-free model, the sample data and the manifest that points at this class.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from qtpy.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLabel, QPushButt
 
 from ..errors import Cancelled, SegappError
 from ..methods import available_methods
-from .model import LiveSegmenter, Request, as_unit_image
+from ..napari.model import LiveSegmenter, Request, as_unit_image
 
 if TYPE_CHECKING:
     import napari

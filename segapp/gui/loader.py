@@ -1,0 +1,255 @@
+"""Background jobs of the window: opening files (and saving sessions, whole-map edits), one
+at a time, with progress and cancellation.
+
+Opening a 12-megapixel photo is about 2 s of work (decoding, conversion to float, the 8-bit
+display copy): on the GUI thread that froze the window. :class:`Loader` runs a *work*
+function on its own one-thread pool; the work reports its steps through ``step(i, n, text)``,
+which also raises :class:`~segapp.errors.Cancelled` once the load was cancelled, so a
+cancelled load stops at its next step. Its result reaches the GUI thread through a queued
+signal and is handed to the ``done`` callback of the load that asked for it; a load that was
+cancelled or superseded by a newer one never calls ``done``.
+
+What is prepared in the worker is everything the GUI thread would otherwise spend more than
+a few milliseconds on: the float image, the :class:`~segapp.annotation.AnnotationModel` with
+its strokes, and the display picture (:func:`display_picture`, a QImage in the format the
+canvas draws without conversion). QImage, unlike QPixmap, may be made outside the GUI thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from PySide6.QtCore import QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtGui import QImage
+
+from .. import io, render
+from ..annotation import AnnotationModel, Label
+from ..errors import Cancelled, InvalidInputError, SegappError
+from .files import SessionData
+from .files import load_session as read_session
+from .qimage import RGBABuffer, label_lut
+from .qtcompat import emit
+from .state import label_counts
+
+log = logging.getLogger(__name__)
+
+#: ``step(i, n, text)``: the work is at step ``i`` of ``n``; raises Cancelled once cancelled.
+Step = Callable[[int, int, str], None]
+
+
+def display_picture(image: np.ndarray) -> QImage:
+    """The image as the canvas shows it: 8-bit (:func:`segapp.render.to_rgb8`, as exported),
+    in QImage's 32-bit RGB format, which QPixmap and the painter use without converting."""
+    rgb = render.to_rgb8(image)
+    h, w = rgb.shape[:2]
+    bgrx = np.empty((h, w, 4), np.uint8)  # Format_RGB32 is 0xffRRGGBB: B, G, R, X in memory
+    bgrx[..., 0], bgrx[..., 1], bgrx[..., 2], bgrx[..., 3] = rgb[..., 2], rgb[..., 1], \
+        rgb[..., 0], 255
+    return QImage(bgrx.data, w, h, 4 * w, QImage.Format.Format_RGB32).copy()
+
+
+@dataclass
+class View:
+    """An image and its strokes as the canvas draws them."""
+
+    picture: QImage  # :func:`display_picture`
+    strokes: RGBABuffer  # the stroke layer, coloured by the label colours
+
+
+def make_view(image: np.ndarray, model: AnnotationModel) -> View:
+    """The :class:`View` of ``image`` with the strokes of ``model`` (0.3 s at 12 MP)."""
+    strokes = RGBABuffer(*model.shape)
+    strokes.paint_labels(model.scribbles, label_lut(model.colors()))
+    return View(display_picture(image), strokes)
+
+
+@dataclass
+class Loaded:
+    """An image ready to be installed: everything made off the GUI thread."""
+
+    path: Path
+    image: np.ndarray
+    model: AnnotationModel
+    view: View | None  # None: the canvas makes it (images installed by scripts)
+    counts: np.ndarray | None = None  # pixels per label id (segapp.gui.state.label_counts)
+
+
+def load_image(path: Path, step: Step, *, scribbles: np.ndarray | None = None,
+               labels: list[Label] | None = None) -> Loaded:
+    """Read ``path`` and prepare its display picture and stroke model (worker thread).
+
+    ``scribbles`` / ``labels`` are strokes that come with it (recovered work); they must
+    have the image's size (else InvalidInputError).
+    """
+    step(0, 3, f"Reading {path.name}")
+    return _prepare(path, io.read_image(path), step, scribbles, labels)
+
+
+def load_session(path: Path, step: Step) -> tuple[SessionData, Loaded]:
+    """Read a ``*.segapp.json`` session, its image and strokes (worker thread)."""
+    step(0, 3, f"Reading {path.name}")
+    data, image = read_session(path)
+    return data, _prepare(data.image_path, image, step, data.scribbles, data.labels)
+
+
+def _prepare(path: Path, image: np.ndarray, step: Step, scribbles: np.ndarray | None,
+             labels: list[Label] | None) -> Loaded:
+    if scribbles is not None and np.shape(scribbles) != image.shape[:2]:
+        h, w = np.shape(scribbles)
+        raise InvalidInputError(f"{Path(path).name} is {image.shape[1]}×{image.shape[0]} but the "
+                           f"strokes are {w}×{h}")
+    step(1, 3, "Preparing the strokes")
+    model = AnnotationModel(image.shape[:2])
+    if labels:
+        model.set_labels(labels)
+    if scribbles is not None:
+        model.set_scribbles(scribbles)  # loaded strokes are not an undoable step
+    step(2, 3, "Preparing the display")
+    return Loaded(Path(path), image, model, make_view(image, model), label_counts(model.scribbles))
+
+
+class _Signals(QObject):
+    progress = Signal(int, int, int, str)  # ticket, step, steps, text
+    finished = Signal(int, object, str)  # ticket, result, error ("" when it succeeded)
+
+
+class _LoadJob(QRunnable):
+    def __init__(self, ticket: int, work: Callable[[Step], Any], cancel: threading.Event,
+                 signals: _Signals) -> None:
+        super().__init__()
+        self.ticket, self.work, self.cancel, self.signals = ticket, work, cancel, signals
+
+    def step(self, i: int, n: int, text: str) -> None:
+        if self.cancel.is_set():
+            raise Cancelled("load cancelled")
+        emit(self.signals.progress, self.ticket, i, n, text)
+
+    def run(self) -> None:
+        try:
+            result = self.work(self.step)
+        except Cancelled:
+            return  # the GUI side has forgotten this load already
+        except (SegappError, OSError, ValueError) as exc:
+            emit(self.signals.finished, self.ticket, None, str(exc) or type(exc).__name__)
+        except MemoryError:
+            emit(self.signals.finished, self.ticket, None, "not enough memory")
+        except Exception as exc:  # a bug: say so, log the traceback
+            log.error("loading failed:\n%s", traceback.format_exc())
+            emit(self.signals.finished, self.ticket, None,
+                 f"internal error ({type(exc).__name__}: {exc})")
+        else:
+            emit(self.signals.finished, self.ticket, result, "")
+
+
+@dataclass
+class _Pending:
+    ticket: int
+    what: str
+    done: Callable[[Any], None]
+    failed: Callable[[str], None]
+    cancelled: Callable[[], None]
+    event: threading.Event
+
+
+class Loader(QObject):
+    """Runs jobs one at a time in the background, in the order they were started.
+
+    With ``supersede`` (opening files) a new job cancels the ones not finished; without it
+    (saving, edits) jobs queue up and each reports in turn.
+
+    Signals
+    -------
+    progress(int step, int steps, str text)
+        The newest job is at ``step`` of ``steps``; ``steps == 0``: no job is left.
+    idle()
+        The last job has finished (done, failed or cancelled) and its callback has run.
+    """
+
+    progress = Signal(int, int, str)
+    idle = Signal()
+
+    def __init__(self, parent: QObject | None = None, supersede: bool = True) -> None:
+        super().__init__(parent)
+        self.supersede = supersede
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._signals = _Signals(self)
+        self._signals.progress.connect(self._on_progress)
+        self._signals.finished.connect(self._on_finished)
+        self._tickets = 0
+        self._pending: dict[int, _Pending] = {}  # by ticket, oldest first
+
+    @property
+    def running(self) -> bool:
+        return bool(self._pending)
+
+    @property
+    def what(self) -> str:
+        return next(reversed(self._pending.values())).what if self._pending else ""
+
+    def start(self, what: str, work: Callable[[Step], Any], done: Callable[[Any], None],
+              failed: Callable[[str], None], cancelled: Callable[[], None] = lambda: None) -> None:
+        """Run ``work(step)`` off the GUI thread; then ``done(result)`` or ``failed(message)``
+        on the GUI thread, or ``cancelled()`` (at once) if :meth:`cancel` or, with
+        ``supersede``, a newer job comes first. ``what`` names the job for the user (e.g.
+        "Opening photo.jpg")."""
+        if self.supersede:
+            self.cancel()
+        self._tickets += 1
+        event = threading.Event()
+        self._pending[self._tickets] = _Pending(self._tickets, what, done, failed, cancelled,
+                                                event)
+        emit(self.progress, 0, 1, what)
+        self._pool.start(_LoadJob(self._tickets, work, event, self._signals))
+
+    def cancel(self) -> None:
+        """Cancel the jobs not finished (their ``cancelled`` callbacks run now)."""
+        pending, self._pending = list(self._pending.values()), {}
+        if not pending:
+            return
+        emit(self.progress, 0, 0, "")
+        for job in pending:
+            job.event.set()
+            job.cancelled()
+        emit(self.idle)
+
+    def wait_loaded(self, msecs: int = 120_000) -> bool:
+        """Run the event loop until no job is left (scripts, tests, a save the user waits
+        for); False on timeout."""
+        if not self._pending:
+            return True
+        loop = QEventLoop()
+        self.idle.connect(loop.quit)
+        QTimer.singleShot(msecs, loop.quit)
+        loop.exec()
+        self.idle.disconnect(loop.quit)
+        return not self._pending
+
+    def wait_idle(self, msecs: int = 30_000) -> bool:
+        """Block until the worker thread is idle (shutdown)."""
+        return self._pool.waitForDone(msecs)
+
+    def _on_progress(self, ticket: int, i: int, n: int, text: str) -> None:
+        if ticket in self._pending:
+            emit(self.progress, i, n, text)
+
+    def _on_finished(self, ticket: int, result: Any, error: str) -> None:
+        job = self._pending.pop(ticket, None)
+        if job is None:
+            return  # cancelled or superseded: its callback has been called already
+        if not self._pending:
+            emit(self.progress, 0, 0, "")
+        try:
+            if error:
+                job.failed(error)
+            else:
+                job.done(result)
+        finally:
+            if not self._pending:
+                emit(self.idle)

@@ -1,0 +1,133 @@
+"""Opening a large photo never freezes the window; a load can be cancelled; strokes painted
+while a file is read are not dropped without asking."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+from PySide6.QtCore import Qt, QTimer
+
+from segapp.samples import sample_path
+
+from .conftest import SOLVE_TIMEOUT, drag
+
+H12, W12 = 3000, 4000  # 12 MP
+
+
+@pytest.fixture(scope="module")
+def photo_12mp(tmp_path_factory):
+    """The coffee sample enlarged to 4000×3000, as a JPEG (a camera photo's size and format)."""
+    path = tmp_path_factory.mktemp("big") / "coffee_12mp.jpg"
+    with Image.open(sample_path("coffee")) as im:
+        im.convert("RGB").resize((W12, H12), Image.Resampling.BICUBIC).save(path, quality=90)
+    return path
+
+
+def gaps_while(qtbot, act, until, interval_ms=10, timeout=60_000):
+    """Start a 10 ms QTimer, call ``act()``, run the event loop until ``until()`` and 0.3 s
+    more (the first paints); return the gaps (s) between ticks. A blocked GUI thread shows
+    as one gap as long as the block (the timer is started before ``act``)."""
+    stamps = [time.perf_counter()]
+    timer = QTimer()
+    timer.setInterval(interval_ms)
+    timer.timeout.connect(lambda: stamps.append(time.perf_counter()))
+    timer.start()
+    try:
+        act()
+        qtbot.waitUntil(until, timeout=timeout)
+        qtbot.wait(300)
+    finally:
+        timer.stop()
+    stamps.append(time.perf_counter())
+    return np.diff(stamps)
+
+
+def idle_noise(qtbot, seconds=1.0):
+    """Worst gap of the same timer with nothing to do: the machine's own scheduling noise."""
+    t_end = time.perf_counter() + seconds
+    return gaps_while(qtbot, lambda: None, lambda: time.perf_counter() > t_end).max()
+
+
+def test_opening_a_12_megapixel_photo_never_blocks_the_event_loop(qtbot, window, photo_12mp,
+                                                                   monkeypatch):
+    """Opening a 12 MP photo blocked the GUI thread for ~2 s (decoding, colour conversion, the
+    display pixmap, the stroke layer). Now it is read in the background: a 10 ms timer keeps
+    ticking from the Ctrl+O press until the photo is on screen (and painted)."""
+    win = window
+    monkeypatch.setattr(win, "get_path", lambda *a, **k: str(photo_12mp))
+    noise = idle_noise(qtbot)
+    t0 = time.perf_counter()
+    gaps = gaps_while(
+        qtbot, lambda: qtbot.keyClick(win.canvas, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier),
+        lambda: win.state.image_path == photo_12mp)
+    elapsed = time.perf_counter() - t0
+    noise = max(noise, idle_noise(qtbot))
+    print(f"open {elapsed:.2f} s; worst gap {gaps.max() * 1000:.0f} ms "
+          f"(idle {noise * 1000:.0f} ms), p99 {np.percentile(gaps, 99) * 1000:.0f} ms, "
+          f"{len(gaps)} ticks")
+    assert win.model.shape == (H12, W12) and win.state.image.shape == (H12, W12, 3)
+    assert win.canvas._image_item.pixmap().width() == W12  # on screen
+    assert gaps.max() < 0.3 + noise, f"the GUI thread was blocked {gaps.max() * 1000:.0f} ms"
+    assert elapsed > 0.3  # the work was real (it takes seconds), not skipped
+
+
+def test_a_load_shows_progress_and_cancel_keeps_the_current_image(qtbot, window, photo_12mp):
+    win = window
+    before = win.state.image_path
+    assert win.open_path(photo_12mp)
+    assert win.cancel_load_button.isVisible() and win.status.load_bar.isVisible()
+    qtbot.mouseClick(win.cancel_load_button, Qt.MouseButton.LeftButton)
+    assert not win.cancel_load_button.isVisible()
+    assert "cancelled" in win.statusBar().currentMessage()
+    win.document.loader.wait_idle()  # the worker stops at its next step ...
+    qtbot.wait(100)
+    assert win.state.image_path == before  # ... and its result is never shown
+    assert win.model.shape != (H12, W12)
+
+
+def test_strokes_painted_while_a_file_is_read_are_asked_about(qtbot, window, photo_12mp):
+    win = window
+    assert win.open_path(photo_12mp)  # nothing painted: no question
+    drag(qtbot, win.canvas, [(20, 30), (60, 30)])  # the window answers meanwhile
+    strokes = win.model.scribbles.copy()
+    assert strokes.any()
+    win.ask.choices = ["Cancel"]  # keep them
+    win.document.wait_loaded()
+    assert win.ask.asked == ["Unsaved strokes"]
+    np.testing.assert_array_equal(win.model.scribbles, strokes)
+    assert win.model.shape != (H12, W12)
+
+
+def test_import_while_an_image_is_read_is_refused_with_a_reason(qtbot, window, photo_12mp,
+                                                               tmp_path):
+    win = window
+    ids = np.zeros(win.model.shape, np.uint8)
+    ids[5:10] = 1
+    Image.fromarray(ids).save(tmp_path / "ids.png")
+    assert win.open_path(photo_12mp)
+    assert not win.document.import_scribbles(tmp_path / "ids.png")
+    assert "not finished" in win.message_bar.text()
+    with qtbot.waitSignal(win.state.events.image_changed, timeout=SOLVE_TIMEOUT):
+        pass
+
+
+def test_saving_the_strokes_of_a_12_megapixel_photo_never_blocks_the_event_loop(
+        qtbot, window, photo_12mp, tmp_path, monkeypatch):
+    """Writing the 12 MP label PNG of a session took ~0.45 s on the GUI thread (Ctrl+S)."""
+    win = window
+    assert win.open_path(photo_12mp) and win.document.wait_loaded()
+    drag(qtbot, win.canvas, [(500, 500), (2500, 1500)])
+    assert win.document.dirty
+    target = tmp_path / "work.segapp.json"
+    monkeypatch.setattr(win, "get_path", lambda *a, **k: str(target))
+    noise = idle_noise(qtbot)
+    gaps = gaps_while(
+        qtbot, lambda: qtbot.keyClick(win.canvas, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier),
+        lambda: not win.document.dirty)
+    print(f"save: worst gap {gaps.max() * 1000:.0f} ms (idle {noise * 1000:.0f} ms)")
+    assert gaps.max() < 0.3 + noise, f"the GUI thread was blocked {gaps.max() * 1000:.0f} ms"
+    saved = np.asarray(Image.open(tmp_path / "work.segapp.png"))
+    np.testing.assert_array_equal(saved, win.model.scribbles)
