@@ -87,6 +87,7 @@ k-means of Liu et al. §3.1 — and matches clusters to the user's labels (Hunga
 
 from __future__ import annotations
 
+import hashlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
@@ -130,6 +131,8 @@ LANDMARK_OPTIONS: tuple[Option, ...] = (
            low=0.01, high=100.0),
     Option("spatial_weight", float, 0.25, "weight of pixel position against colour in an "
            "image's features", "setup", low=0.0, high=100.0),
+    Option("stroke_landmarks", int, 200, "painted pixels added to the landmarks (0: the "
+           "papers' landmarks alone)", "solve", low=0, high=5000),
     Option("kmeans_sample", int, 20_000, "rows k-means runs on (every other row goes to the "
            "nearest centre)", "solve", low=2, high=1_000_000),
     replace(SEED, stage="setup", help="random seed (landmarks, k-means starts)"),
@@ -269,6 +272,7 @@ class SparseCode:
     colsum: np.ndarray    # (p,) float64, D = diag(colsum)
     landmarks: np.ndarray  # (p, f)
     sigma: float
+    kth: np.ndarray | None = None  # (n,) float32 distance to the r-th nearest landmark
 
     @property
     def n(self) -> int:
@@ -284,8 +288,9 @@ class SparseCode:
 
     @property
     def dscale(self) -> np.ndarray:
-        """``D^{-1/2}`` as a vector (Ẑ = Z D^{-1/2})."""
-        return 1.0 / np.sqrt(self.colsum)
+        """``D^{-1/2}`` as a vector (Ẑ = Z D^{-1/2}; 0 for a landmark no point uses)."""
+        used = self.colsum > 0
+        return np.where(used, 1.0 / np.sqrt(np.where(used, self.colsum, 1.0)), 0.0)
 
     def _pair_sums(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``Σ_i w_i w_iᵀ`` over the given rows as a dense p × p (of Z, not Ẑ)."""
@@ -305,13 +310,18 @@ class SparseCode:
         acc_off = acc_off.reshape(p, p)
         return acc_diag.reshape(p, p) + acc_off + acc_off.T
 
-    def gram(self, cancel: Cancel = None) -> np.ndarray:
-        """``Ŝ = ẐᵀẐ`` (p × p, float64), accumulated over chunks of rows."""
+    def raw_gram(self, cancel: Cancel = None) -> np.ndarray:
+        """``ZᵀZ`` (p × p, float64; Z before the ``D^{-1/2}`` scaling), over chunks of rows."""
         S = np.zeros((self.p, self.p))
         for lo in range(0, self.n, CHUNK):
             check_cancel(cancel)
             hi = min(lo + CHUNK, self.n)
             S += self._pair_sums(self.idx[lo:hi], self.w[lo:hi])
+        return S
+
+    def gram(self, cancel: Cancel = None, raw: np.ndarray | None = None) -> np.ndarray:
+        """``Ŝ = ẐᵀẐ`` (p × p, float64) from :meth:`raw_gram` (or the ``raw`` given)."""
+        S = self.raw_gram(cancel) if raw is None else raw.copy()
         ds = self.dscale
         S *= ds[:, None]
         S *= ds[None, :]
@@ -359,6 +369,7 @@ def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: flo
     tree = cKDTree(landmarks)
     idx = np.empty((n, r), np.int32)
     d2 = np.empty((n, r))
+    kth = np.empty(n, np.float32)
     dist_sum = 0.0
     for lo in range(0, n, CHUNK):
         check_cancel(cancel)
@@ -367,6 +378,7 @@ def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: flo
         dist = dist.reshape(hi - lo, r)
         idx[lo:hi] = ind.reshape(hi - lo, r)
         dist_sum += float(dist.sum())
+        kth[lo:hi] = dist[:, -1]
         # store squared distance minus the nearest one (the kernel factor that cancels)
         d2[lo:hi] = dist ** 2 - dist[:, :1] ** 2
     if sigma is None:
@@ -390,7 +402,110 @@ def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: flo
         newpos[~keep] = 0  # only referenced with weight 0
         idx = newpos[idx].astype(np.int32)
         colsum, landmarks = colsum[keep], landmarks[keep]
-    return SparseCode(idx, w, colsum, landmarks, float(sigma))
+    return SparseCode(idx, w, colsum, landmarks, float(sigma), kth)
+
+
+# -- painted pixels as landmarks ------------------------------------------------------------
+#: Painted pixels kept as landmarks per label at least (all of them when a label has fewer).
+STROKE_LANDMARKS_PER_LABEL = 16
+
+
+def pick_stroke_pixels(sets: list[np.ndarray], cap: int) -> list[np.ndarray]:
+    """Evenly spaced painted pixels per label: ``cap`` in all, in proportion to each label's
+    share but at least :data:`STROKE_LANDMARKS_PER_LABEL` (or all of a smaller stroke set)."""
+    total = sum(S.size for S in sets)
+    out = []
+    for S in sets:
+        q = min(S.size, max(STROKE_LANDMARKS_PER_LABEL, int(round(cap * S.size / total))))
+        out.append(S[np.unique(np.linspace(0, S.size - 1, q).round().astype(np.int64))])
+    return out
+
+
+@dataclass
+class StrokeRecoding:
+    """What :func:`add_stroke_landmarks` changed in a base code, to put it back."""
+
+    rows: np.ndarray
+    idx: np.ndarray
+    w: np.ndarray
+
+    def undo(self, base: SparseCode) -> None:
+        base.idx[self.rows] = self.idx
+        base.w[self.rows] = self.w
+
+
+def add_stroke_landmarks(base: SparseCode, features: Features, strokes: "StrokeSets",
+                         cap: int, raw: np.ndarray, cancel: Cancel = None
+                         ) -> tuple[SparseCode, np.ndarray, StrokeRecoding]:
+    """The base coding with painted pixels added as landmarks; its raw Gram; how to undo it.
+
+    Why: the landmark basis ``x = Ẑy`` can only tell two points apart as far as their codes
+    differ, and two labels' strokes a few pixels apart on one colour have nearly the same r
+    nearest landmarks: no vector of the basis separates them, whatever the constraints say
+    (measured on photo crops with strokes 1–4 px apart: 0.57–0.94 of a label's painted pixels
+    kept). SC-PC (paper 003, §2.2) makes the constrained points themselves the landmarks; here
+    they are *added* to the p landmarks of Liu et al. / SCACS (at most ``cap`` painted pixels,
+    evenly spaced, :func:`pick_stroke_pixels`), and the points are coded over the union:
+
+    - a point whose nearest painted-pixel landmark is nearer than its r-th base landmark
+      (``kth``) is recoded over its r nearest of the union (Nadaraya–Watson, the base σ);
+      every other point keeps its code, so only the rows near the strokes change;
+    - a painted pixel of label a is coded over the base landmarks and label a's painted
+      pixels only: coding it over another label's painted pixels would state, in the basis,
+      that it is a mixture of points the user said differ (the cannot-link of its stroke).
+
+    The rows are changed *in place* in ``base.idx`` / ``base.w`` (undo with the returned
+    record before the next edit); ``raw`` is the base's :meth:`SparseCode.raw_gram`, updated
+    in O(changed rows · r²) to the new one instead of recomputed over all n points.
+    """
+    picked = pick_stroke_pixels(strokes.sets, cap)
+    E = features.rows(np.concatenate(picked))
+    owner = np.concatenate([np.full(P.size, a) for a, P in enumerate(picked)])
+    p0, q, r = base.p, E.shape[0], base.r
+    tree = cKDTree(E)
+    near = []
+    for lo in range(0, base.n, CHUNK):
+        check_cancel(cancel)
+        hi = min(lo + CHUNK, base.n)
+        d, _ = tree.query(features.chunk(lo, hi), k=1, workers=-1)
+        near.append(lo + np.flatnonzero(d < base.kth[lo:hi]))
+    painted = np.concatenate(strokes.sets)
+    rows = np.union1d(np.concatenate(near), painted)
+    X = features.rows(rows)
+    old_idx, old_w = base.idx[rows].copy(), base.w[rows].copy()
+    dB = np.linalg.norm(X[:, None, :] - base.landmarks[old_idx], axis=2)
+    dB[old_w <= 0] = np.inf                          # re-indexed dropped landmarks
+    kq = min(r, q)
+    dE, iE = tree.query(X, k=kq, workers=-1)
+    dE, iE = dE.reshape(-1, kq), iE.reshape(-1, kq)
+    for a, S in enumerate(strokes.sets):             # painted rows: own label's pixels only
+        mine = np.flatnonzero(owner == a)
+        pos = np.searchsorted(rows, S)
+        ka = min(kq, mine.size)
+        d, j = cKDTree(E[mine]).query(X[pos], k=ka, workers=-1)
+        dE[pos] = np.inf
+        dE[pos, :ka], iE[pos, :ka] = d.reshape(-1, ka), mine[j.reshape(-1, ka)]
+    D = np.hstack([dB, dE])
+    I = np.hstack([old_idx.astype(np.int64), p0 + iE])
+    order = np.argsort(D, axis=1, kind="stable")[:, :r]
+    D, I = np.take_along_axis(D, order, 1), np.take_along_axis(I, order, 1)
+    w = np.exp(-(D ** 2 - D[:, :1] ** 2) / (2.0 * base.sigma ** 2))
+    w[~np.isfinite(D)] = 0.0
+    w /= w.sum(axis=1, keepdims=True)
+    record = StrokeRecoding(rows, old_idx, old_w)
+    base.idx[rows] = I.astype(np.int32)
+    base.w[rows] = w
+    colsum = np.zeros(p0 + q)
+    for lo in range(0, base.n, CHUNK):
+        hi = min(lo + CHUNK, base.n)
+        colsum += np.bincount(base.idx[lo:hi].ravel(), weights=base.w[lo:hi].ravel(),
+                              minlength=p0 + q)
+    code = SparseCode(base.idx, base.w, colsum, np.vstack([base.landmarks, E]), base.sigma,
+                      base.kth)
+    grown = np.zeros((p0 + q, p0 + q))
+    grown[:p0, :p0] = raw
+    grown += code._pair_sums(I, w) - code._pair_sums(old_idx, old_w)
+    return code, grown, record
 
 
 # -- the orthonormal landmark basis ---------------------------------------------------------
@@ -411,8 +526,10 @@ class LandmarkBasis:
     e: np.ndarray
 
     @classmethod
-    def build(cls, code: SparseCode, cancel: Cancel = None) -> "LandmarkBasis":
-        S = code.gram(cancel)
+    def build(cls, code: SparseCode, cancel: Cancel = None,
+              raw: np.ndarray | None = None) -> "LandmarkBasis":
+        """The basis of ``code`` (``raw``: its :meth:`SparseCode.raw_gram`, if known)."""
+        S = code.gram(cancel, raw)
         check_cancel(cancel)
         lam, V = sla.eigh(S)
         keep = lam > RANK_TOL * lam[-1]
@@ -483,6 +600,10 @@ def read_strokes(scribbles: np.ndarray, n: int, confidence: np.ndarray | None) -
             raise InvalidInputError("confidence values must lie in [0, 1]")
         weights = [np.sqrt(q[S]) for S in sets]
     return StrokeSets(label_ids, sets, weights)
+
+
+def _fingerprint(S: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()
 
 
 # -- partition ------------------------------------------------------------------------------
@@ -620,13 +741,17 @@ class LandmarkMethod(FeatureMethod):
 
     def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
         super().__init__(features, shape, **options)
-        self.code: SparseCode | None = None
+        self.code: SparseCode | None = None      # the coding of this edit (with its strokes)
         self.basis: LandmarkBasis | None = None
         self._landmarks: np.ndarray | None = None
+        self._base: SparseCode | None = None     # the coding over the p landmarks alone
+        self._raw: np.ndarray | None = None      # its raw Gram ZᵀZ
+        self._recoding: StrokeRecoding | None = None
+        self._basis_key: tuple | None = None
 
     # -- set-up (once per data set) --------------------------------------------------------
     def prepare(self, cancel: Cancel = None, seed_offset: int = 0) -> dict[str, float]:
-        """Build landmarks, coding and basis if not yet done; returns the stages' timings."""
+        """Build landmarks, coding and its Gram matrix if not yet done; the stages' timings."""
         o = self.options
         timings: dict[str, float] = {}
         rng = np.random.default_rng([o["seed"], seed_offset])
@@ -636,19 +761,39 @@ class LandmarkMethod(FeatureMethod):
                 self.features, o["n_landmarks"], method=o["landmark_selection"],
                 sample=o["landmark_sample"], rng=rng, cancel=cancel)
             timings["landmarks"] = time.perf_counter() - t
-        if self.code is None:
+        if self._base is None:
             t = time.perf_counter()
-            self.code = sparse_code(self.features, self._landmarks,
-                                    min(o["n_nearest"], self._landmarks.shape[0]),
-                                    sigma=o["sigma"], sigma_rule=o["sigma_rule"],
-                                    sigma_scale=o["sigma_scale"], cancel=cancel)
+            self._base = sparse_code(self.features, self._landmarks,
+                                     min(o["n_nearest"], self._landmarks.shape[0]),
+                                     sigma=o["sigma"], sigma_rule=o["sigma_rule"],
+                                     sigma_scale=o["sigma_scale"], cancel=cancel)
+            self._raw = self._base.raw_gram(cancel)
+            self.code = self._base
             timings["coding"] = time.perf_counter() - t
-        if self.basis is None:
-            t = time.perf_counter()
-            self.basis = LandmarkBasis.build(self.code, cancel)
-            timings["basis"] = time.perf_counter() - t
         self.timings.update(timings)
         return timings
+
+    def _with_strokes(self, strokes: StrokeSets, timings: dict[str, float],
+                      cancel: Cancel) -> None:
+        """``self.code`` / ``self.basis`` for these strokes: the base coding with the painted
+        pixels added as landmarks (:func:`add_stroke_landmarks`), rebuilt when they change."""
+        cap = self.options["stroke_landmarks"]
+        key = (cap, tuple(strokes.label_ids), tuple(_fingerprint(S) for S in strokes.sets))
+        if key == self._basis_key and self.basis is not None:
+            return
+        t = time.perf_counter()
+        if self._recoding is not None:
+            self._recoding.undo(self._base)
+            self._recoding = None
+        self._basis_key = None
+        if cap > 0:
+            self.code, raw, self._recoding = add_stroke_landmarks(
+                self._base, self.features, strokes, cap, self._raw, cancel)
+        else:
+            self.code, raw = self._base, self._raw
+        self.basis = LandmarkBasis.build(self.code, cancel, raw)
+        self._basis_key = key
+        timings["basis"] = time.perf_counter() - t
 
     def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
                 confidence: np.ndarray | None = None) -> Segmentation:
@@ -656,11 +801,12 @@ class LandmarkMethod(FeatureMethod):
         strokes = read_strokes(scribbles, self.features.n, confidence)
         setup = self.prepare(cancel)
         check_cancel(cancel)
-        if strokes.k > self.code.p:
+        if strokes.k > self._base.p:
             raise InvalidInputError(
-                f"{strokes.k} labels but only {self.code.p} landmarks: k must not exceed the "
+                f"{strokes.k} labels but only {self._base.p} landmarks: k must not exceed the "
                 "number of landmarks (raise n_landmarks)")
         timings: dict[str, float] = dict(setup)
+        self._with_strokes(strokes, timings, cancel)
         labels, vectors, lam, extra = self._solve(strokes, timings, cancel)
         agreement = strokes.agreement(labels)
         diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma,
@@ -677,8 +823,10 @@ class LandmarkMethod(FeatureMethod):
         (if not, the subclass tries one more vector, as FAST-GE does)."""
         t = time.perf_counter()
         rng = np.random.default_rng([self.options["seed"], 1])
+        # One vector: a unit-length row is its sign, which cannot tell two labels on the same
+        # side of the mean apart; the anchored k-means then splits the values themselves.
         labels, X = partition(self.basis.code, Y, strokes, sample=self.options["kmeans_sample"],
-                              rng=rng, cancel=cancel)
+                              rng=rng, cancel=cancel, normalise=Y.shape[1] > 1)
         timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
         separated = min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT
         return labels, X, separated
