@@ -75,14 +75,21 @@ i.e. the landmark graph is *diagonal* there. Quantities on a set ``S`` of points
 accumulated in float64 from the (n, r) arrays by ``np.bincount`` over the r(r+1)/2 landmark pairs
 of each row: O(n·r²) time, O(p²) extra memory. Nothing n × n, and nothing n × p dense, is formed.
 
+Painted pixels as landmarks
+---------------------------
+Per edit, up to ``stroke_landmarks`` painted pixels (evenly spaced, ≥ 16 per label) join the p
+landmarks; points whose nearest painted-pixel landmark is nearer than their r-th landmark are
+recoded over the union, a painted pixel only over the base landmarks and its own label's
+(:func:`add_stroke_landmarks`); the Gram matrix is updated from the changed rows and the basis
+rebuilt (O(p³) per edit, as SCACS and Liu et al. already pay for their p × p problems).
+
 Partition
 ---------
 :func:`partition` maps landmark coefficients ``Y`` (p × m) to the embedding ``X = Ẑ Y`` (n × m),
-normalises its rows (FAST-GE Fig. 2 steps 8–10; SCACS step 12), runs k-means (restarts and a
-stroke-seeded start, :func:`segapp.partition.kmeans`) on a random sample of ``kmeans_sample``
-embedded rows, and then assigns every row to its nearest centre in chunks — the random-sampling
-k-means of Liu et al. §3.1 — and matches clusters to the user's labels (Hungarian,
-:func:`segapp.partition.match_labels`).
+normalises its rows (FAST-GE Fig. 2 steps 8–10; SCACS step 12), runs the k-means anchored to
+the strokes (:func:`segapp.partition.anchored_kmeans`) on a random sample of ``kmeans_sample``
+embedded rows plus the stroke rows, and then assigns every row to its nearest prototype in
+chunks — the random-sampling k-means of Liu et al. §3.1.
 """
 
 from __future__ import annotations
