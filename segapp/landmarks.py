@@ -62,7 +62,7 @@ LANDMARK_OPTIONS: tuple[Option, ...] = (
            low=0.01, high=100.0),
     Option("spatial_weight", float, 0.25, "weight of pixel position against colour in an "
            "image's features", "setup", low=0.0, high=100.0),
-    Option("stroke_landmarks", int, 200, "painted pixels added to the landmarks (0: the "
+    Option("stroke_landmarks", int, 100, "painted pixels added to the landmarks (0: the "
            "papers' landmarks alone)", "solve", low=0, high=5000),
     Option("kmeans_sample", int, 20_000, "rows k-means runs on (every other row goes to the "
            "nearest centre)", "solve", low=2, high=1_000_000),
