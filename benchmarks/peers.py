@@ -250,6 +250,8 @@ def cv2_available() -> tuple[bool, str]:
 
 SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "fastge": ("fastge", {}, "segapp FAST-GE, default options"),
+    "fastge_free": ("fastge", {"keep_better": False},
+                    "segapp FAST-GE without keep_better (every edit's new cut stands)"),
     "fastge_c4": ("fastge", {"connectivity": 4}, "segapp FAST-GE, connectivity=4"),
     "fastge_grey": ("fastge", {"color": False}, "segapp FAST-GE, grey graph (color=False)"),
     "fastge_r2": ("fastge", {"radius": 2},
