@@ -11,6 +11,9 @@ Methods
 ``fastge``, ``fastge_c4``, ``fastge_grey``
     segapp FAST-GE with default options (8-neighbour colour graph), with ``connectivity=4``,
     with ``color=False``.
+``fastge_free``
+    segapp FAST-GE with ``keep_better=False``: every edit's new cut stands (refinement
+    stability before issue 10 item 4).
 ``fastge_raw``, ``fastge_tv05``, ``fastge_tv2``
     segapp FAST-GE without its total-variation pre-filter (``denoise=0``, the graph before
     issue 10), and with TV weight 0.5 or 2 × the noise estimate instead of 1.
