@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         img, s = resized(image, scribbles, SIZES[size])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = segapp.segment(img, s, max_pixels=None, eig_tol=1e-9, maxiter=1000,
+            ref = segapp.segment(img, s, max_pixels=None, eig_tol=1e-9, label_tol=0, maxiter=1000,
                                  on_nonconvergence="warn").labels
         t = time.perf_counter()
         random_walker(img, s)

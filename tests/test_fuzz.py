@@ -166,11 +166,11 @@ def test_every_method_has_a_solve_option_to_change():
     assert set(SOLVE_CHANGES) == set(REGISTRY)
 
 
-@pytest.mark.xfail(strict=False, reason="FAST-GE's warm start can stop at once (0 LOBPCG "
-                   "iterations, 'converged') on a larger eigenpair than a cold solve finds, after "
-                   "a label is cleared or constraint_weight changes: seeds 217, 290 of the long "
-                   "fuzz (warm/cold agreement 0.22, 0.75) — solver side, for the lead")
-@pytest.mark.parametrize("seed", [217, 290])
+# FAST-GE's warm start used to stop at once (0 LOBPCG iterations, "residual tolerance") on a
+# Ritz value 60–100× above the smallest, after a stroke was added or a label cleared: the
+# normwise backward error was small only because the must-link cliques make ‖A‖ large. The
+# residual stop now also asks each residual to be below its Ritz value's own scale.
+@pytest.mark.parametrize("seed", [123, 217, 290])
 def test_warm_start_finds_the_cold_solution_known_cases(seed):
     global EDITS
     agreements: list[float] = []

@@ -41,6 +41,7 @@ from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed
                          keep_better, stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
+from ..settling import LabelSettling
 from ..subspace import potentials_eigenpairs
 from .graph_method import GRAPH_OPTIONS, GraphMethod
 
@@ -63,6 +64,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("maxiter", int, 300, "LOBPCG iteration cap", "solve", low=1, high=1000),
     Option("eig_tol", float, 1e-3, "stop when the Ritz values change by less than this "
            "(relative), twice", "solve", low=1e-12, high=0.5),
+    Option("label_tol", float, 1e-3, "or stop when at most this share of pixels changes its "
+           "nearest-stroke label, twice (0: off)", "solve", low=0.0, high=0.1),
     Option("res_tol", float, 1e-6, "stop when every relative residual is below this", "solve",
            low=0.0, high=1.0),
     Option("eigensolver", str, "segapp", "segapp: our LOBPCG; scipy: scipy's LOBPCG; "
@@ -155,7 +158,8 @@ class FastGE(GraphMethod):
             return lam, X, diag
         lam, X, diag = lobpcg(pencil.A, pencil.B, X0, nev=m, M=self.amg, project=pencil.project,
                               maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
-                              cancel=cancel)
+                              cancel=cancel,
+                              monitor=LabelSettling(pencil, cons.sets, o["label_tol"]))
         return lam[:m], X[:, :m], diag
 
     def _solve_scipy(self, pencil: Pencil, X0: np.ndarray, m: int) -> tuple:
