@@ -240,7 +240,9 @@ class FastGE(GraphMethod):
         added strokes to the previous one's, the previous answer competes with the new cut."""
         previous, self._previous = self._previous, None
         ids = np.asarray(cons.label_ids)
+        # Only after strokes were added (not removed, not the same strokes with new options).
         grown = (previous is not None and self.options["keep_better"]
+                 and sum(S.size for S in cons.sets) > sum(S.size for S in previous[1].values())
                  and all(i in cons.label_ids and np.isin(S, cons.sets[cons.label_ids.index(i)]).all()
                          for i, S in previous[1].items()))
         codes = np.searchsorted(ids, labels)
