@@ -13,7 +13,7 @@ after which the IoU falls by more than 5 points (:data:`benchmarks.quality.DROP`
   label through the region it was painted in, versus a flip far from it);
 - FAST-GE's own objective for the new strokes — the generalized ratio cut
   ``Σ_a cut_G(S_a) / cut_H(S_a)`` over the labels' regions ``S_a`` (§4.6; for two labels the
-  quantity the Cheeger sweep minimises), ``G = G_D + Ĝ_ML``, ``H = K/n + Ĝ_CL`` — of the new
+  quantity the Cheeger sweep minimises; :func:`segapp.partition.ratio_cut`), ``G = G_D + Ĝ_ML``, ``H = K/n + Ĝ_CL`` — of the new
   result and of the previous result with the new stroke painted in. If the previous result
   scored lower, the solve/partition missed a better cut and damping the partition towards it
   would be a repair; if the new result scores lower, the drop is what FAST-GE's objective asks
@@ -40,27 +40,8 @@ from benchmarks.quality import DROP, find_data, load  # noqa: E402
 from benchmarks.robot import Robot, paint  # noqa: E402
 from segapp.constraints import build_constraints  # noqa: E402
 from segapp.methods.fastge import FastGE  # noqa: E402
+from segapp.partition import ratio_cut  # noqa: E402
 from segapp.pencil import Pencil  # noqa: E402
-
-
-def ratio_cut(labels: np.ndarray, pencil: Pencil, cons) -> float:
-    """``Σ_a cut_G(S_a) / cut_H(S_a)`` over the label regions of ``labels`` (flat, user ids)."""
-    d = pencil.degrees
-    vol, n = d.sum(), d.size
-    c, u = cons.scale, cons.weights
-    totals = np.array([u[S].sum() for S in cons.sets])
-    total = 0.0
-    for i in cons.label_ids:
-        x = (labels == i).astype(float)
-        cut_g = float(x @ (pencil.L @ x))
-        vs = d[x > 0].sum()
-        inside = np.array([u[S][x[S] > 0].sum() for S in cons.sets])
-        rest = totals - inside
-        within = float((inside * rest).sum())
-        across = float(inside.sum() * rest.sum() - within)
-        cut_h = vs * (vol - vs) / (vol * n)
-        total += (cut_g + c * within) / max(cut_h + c * across, np.finfo(float).tiny)
-    return total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
                     pencil = Pencil.from_constraints(graph.laplacian, graph.degrees, cons)
                     before = prev[0].copy()
                     before[scribbles > 0] = scribbles[scribbles > 0]
-                    r_new = ratio_cut(labels.ravel(), pencil, cons)
-                    r_old = ratio_cut(before.ravel(), pencil, cons)
+                    ids = np.asarray(cons.label_ids)
+                    r_new = ratio_cut(np.searchsorted(ids, labels.ravel()), pencil, cons)
+                    r_old = ratio_cut(np.searchsorted(ids, before.ravel()), pencil, cons)
                     prev_better += r_old < r_new
                     print(f"{smp.id} k={smp.k} stroke {n}: IoU {prev[1]:.3f} -> {iou:.3f}; "
                           f"label {label}: changed {changed.mean():.1%} of the pixels, "

@@ -11,9 +11,6 @@ Methods
 ``fastge``, ``fastge_c4``, ``fastge_grey``
     segapp FAST-GE with default options (8-neighbour colour graph), with ``connectivity=4``,
     with ``color=False``.
-``fastge_free``
-    segapp FAST-GE with ``keep_better=False``: every edit's new cut stands (refinement
-    stability before issue 10 item 4).
 ``fastge_raw``, ``fastge_tv05``, ``fastge_tv2``
     segapp FAST-GE without its total-variation pre-filter (``denoise=0``, the graph before
     issue 10), and with TV weight 0.5 or 2 × the noise estimate instead of 1.
@@ -253,8 +250,6 @@ def cv2_available() -> tuple[bool, str]:
 
 SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "fastge": ("fastge", {}, "segapp FAST-GE, default options"),
-    "fastge_free": ("fastge", {"keep_better": False},
-                    "segapp FAST-GE without keep_better (every edit's new cut stands)"),
     "fastge_c4": ("fastge", {"connectivity": 4}, "segapp FAST-GE, connectivity=4"),
     "fastge_grey": ("fastge", {"color": False}, "segapp FAST-GE, grey graph (color=False)"),
     "fastge_r2": ("fastge", {"radius": 2},

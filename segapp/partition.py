@@ -245,7 +245,8 @@ def ratio_cut(codes: np.ndarray, pencil: Pencil, constraints: Constraints) -> fl
 
     ``codes`` (n,) are label indices 0..k−1, ``S_a`` their regions; ``G = G_D + Ĝ_ML`` and
     ``H = K/n + Ĝ_CL`` as in :func:`sweep_cut` (for k = 2 the two terms are equal and each is
-    the ratio the Cheeger sweep minimises). O(|E| + n) per label.
+    the ratio the Cheeger sweep minimises). O(|E| + n) per label. ``benchmarks/drops.py``
+    compares it between an edit's answer and the answer before (refinement stability).
     """
     d = pencil.degrees
     vol, n = float(d.sum()), d.size
@@ -262,30 +263,6 @@ def ratio_cut(codes: np.ndarray, pencil: Pencil, constraints: Constraints) -> fl
         cut_h = vs * (vol - vs) / (vol * n) + c * across
         total += (float(x @ (pencil.L @ x)) + c * within) / max(cut_h, np.finfo(float).tiny)
     return total
-
-
-def keep_better(codes: np.ndarray, previous: np.ndarray | None, pencil: Pencil,
-                constraints: Constraints) -> tuple[np.ndarray, bool]:
-    """The new partition, or the previous one with the strokes painted in if it scores lower
-    in FAST-GE's objective (:func:`ratio_cut`); and whether the previous one was kept.
-
-    Refinement stability (issue 10, item 4): after an edit that only adds strokes, the
-    relaxation sometimes returns a cut that the objective itself ranks below the answer on
-    screen; the answer on screen, updated with the new strokes, is then the better cut by the
-    method's own measure, and the user's stroke does not make the result worse. When the new
-    cut is better by the objective it stands, however far it moves — and that is the common
-    case: of the 24 drops by > 5 IoU points on the GrabCut dev set (``benchmarks/drops.py``,
-    2026-11-23) the previous answer scored better in 3; in the other 21 the new cut was
-    1.2–360× cheaper, i.e. the drop is what the objective asks for on that graph.
-    """
-    if previous is None:
-        return codes, False
-    candidate = previous.copy()
-    for a, S in enumerate(constraints.sets):
-        candidate[S] = a
-    if ratio_cut(candidate, pencil, constraints) < ratio_cut(codes, pencil, constraints):
-        return candidate, True
-    return codes, False
 
 
 def match_labels(codes: np.ndarray, sets: list[np.ndarray], label_ids: tuple[int, ...],

@@ -38,7 +38,7 @@ from ..graph import Graph
 from ..lobpcg import SolverDiagnostics, lobpcg
 from ..options import SEED, Option
 from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed,
-                         keep_better, stroke_agreement, sweep_cut)
+                         stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
 from ..settling import LabelSettling
@@ -74,9 +74,6 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("on_nonconvergence", str, "raise", "when LOBPCG reaches maxiter: fail, or warn and "
            "use its vectors", "solve", choices=("raise", "warn")),
     Option("warm_start", bool, True, "start from the previous edit's eigenvectors", "solve"),
-    Option("keep_better", bool, True, "after an edit that only adds strokes, keep the previous "
-           "answer (with the new strokes) if FAST-GE's objective ranks it above the new cut",
-           "solve"),
     SEED,
 )
 
@@ -95,8 +92,6 @@ class FastGE(GraphMethod):
         self.amg: AMGPreconditioner | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
-        #: The last answer (labels before clamping) and its strokes, for keep_better.
-        self._previous: tuple[np.ndarray, dict[int, np.ndarray]] | None = None
 
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
                         cancel: Callable[[], bool] | None = None) -> None:
@@ -227,32 +222,11 @@ class FastGE(GraphMethod):
             if agreement.min() >= STROKE_AGREEMENT or m >= cons.k:
                 break
             m += 1
-        labels, _ = self._keep_better(labels, pencil, cons)
         clamp_strokes(labels, cons.sets, cons.label_ids)
         return Segmentation(labels.reshape(g.shape), cons.label_ids,
                             V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
                             diag, self.name,
                             stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())))
-
-    def _keep_better(self, labels: np.ndarray, pencil: Pencil,
-                     cons: Constraints) -> tuple[np.ndarray, bool]:
-        """Refinement stability (:func:`segapp.partition.keep_better`): when this edit only
-        added strokes to the previous one's, the previous answer competes with the new cut."""
-        previous, self._previous = self._previous, None
-        ids = np.asarray(cons.label_ids)
-        # Only after strokes were added (not removed, not the same strokes with new options).
-        grown = (previous is not None and self.options["keep_better"]
-                 and sum(S.size for S in cons.sets) > sum(S.size for S in previous[1].values())
-                 and all(i in cons.label_ids and np.isin(S, cons.sets[cons.label_ids.index(i)]).all()
-                         for i, S in previous[1].items()))
-        codes = np.searchsorted(ids, labels)
-        if grown:
-            codes, kept = keep_better(codes, np.searchsorted(ids, previous[0]), pencil, cons)
-        else:
-            kept = False
-        labels = ids[codes].astype(np.int32)
-        self._previous = (labels.copy(), dict(zip(cons.label_ids, cons.sets)))
-        return labels, kept
 
     def _eigenpairs(self, pencil: Pencil, cons: Constraints, m: int,
                     cancel: Callable[[], bool] | None) -> tuple:
