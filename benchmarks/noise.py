@@ -20,7 +20,7 @@ Levels
 Score
     Share of correctly labelled pixels (strokes name the regions: no matching).
 
-Candidates (graph variants; the maths of the kept one is in :mod:`segapp.graph`)
+Candidates (graph variants; the maths of the kept one is in :mod:`segapp.graphs.image`)
     ``none``
         segapp's graph before issue 10 (``denoise=0``): RBF affinities of single-pixel colours, σ = 0.4 × the mean
         neighbour colour distance.
@@ -28,7 +28,7 @@ Candidates (graph variants; the maths of the kept one is in :mod:`segapp.graph`)
         Gaussian pre-smoothing of the colour planes (σ_s = 0.7 or 1 px; benchmark only).
     ``tv0.5``, ``tv1``, ``tv2``
         Total-variation denoising (Chambolle 2004, scikit-image ``denoise_tv_chambolle``)
-        with weight ``c · σ̂``, ``σ̂`` the noise estimate of :func:`segapp.graph.noise_sigma`
+        with weight ``c · σ̂``, ``σ̂`` the noise estimate of :func:`segapp.graphs.image.noise_sigma`
         — segapp ``denoise=c`` (``tv1`` is the default graph).
     ``bilateral``
         scikit-image's bilateral filter, colour σ = 2 σ̂, spatial σ = 1 px (benchmark only).
@@ -85,7 +85,8 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` and `segapp`
 
 from benchmarks import peers  # noqa: E402
 from benchmarks.robot import Robot, paint  # noqa: E402
-from segapp import graph as G  # noqa: E402
+from segapp.graphs import image as G  # noqa: E402
+from segapp.graphs import Graph, graph_from_adjacency  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LEVELS = (0.0, 0.025, 0.05, 0.075, 25 / 255, 0.125, 35 / 255, 0.15)
@@ -119,7 +120,7 @@ def short_strokes(gt: np.ndarray, seed: int = 0) -> np.ndarray:
 # -- benchmark-only graph variants -----------------------------------------------------------
 def patch_graph(image: np.ndarray, *, patch: int = 3, bias: bool = False,
                 noise_sigma_term: bool = False,
-                sigma_scale: float = G.DEFAULT_SIGMA_SCALE) -> G.Graph:
+                sigma_scale: float = G.DEFAULT_SIGMA_SCALE) -> Graph:
     """8-neighbour RBF graph with patch-averaged distances and/or a noise-widened σ.
 
     ``d̄²(p, q)`` = mean of ``‖f_{p+t} − f_{q+t}‖²`` over the ``patch × patch`` shifts ``t``
@@ -151,8 +152,8 @@ def patch_graph(image: np.ndarray, *, patch: int = 3, bias: bool = False,
     w = np.maximum(np.exp(-np.concatenate([p[2] for p in planes]) / (2 * sigma ** 2)),
                    G.MIN_WEIGHT)
     A = sp.coo_matrix((w.astype(np.float64), (rows, cols)), shape=(H * W, H * W))
-    g = G.graph_from_adjacency(A + A.T)
-    return G.Graph(g.laplacian, g.degrees, (H, W), sigma, offsets)
+    g = graph_from_adjacency(A + A.T)
+    return Graph(g.laplacian, g.degrees, (H, W), sigma, offsets)
 
 
 @dataclass
@@ -162,7 +163,7 @@ class Candidate:
     name: str
     options: dict[str, Any] = field(default_factory=dict)
     prefilter: Callable[[np.ndarray], np.ndarray] | None = None
-    graph: Callable[[np.ndarray], G.Graph] | None = None
+    graph: Callable[[np.ndarray], Graph] | None = None
 
     def solve(self, image: np.ndarray, scribbles: np.ndarray):
         """FAST-GE's result (labels, embedding) on this candidate's graph."""

@@ -81,7 +81,7 @@ def random_walker_labels(image: np.ndarray, scribbles: np.ndarray,
 
 def denoised(image: np.ndarray, weight: float | None = None) -> np.ndarray:
     """The image as segapp's default graph sees it after its TV pre-filter (a fair peer input)."""
-    from segapp.graph import DEFAULT_DENOISE, denoise_features
+    from segapp.graphs.image import DEFAULT_DENOISE, denoise_features
     x = image if image.ndim == 3 else image[:, :, None]
     w = DEFAULT_DENOISE if weight is None else weight
     out = np.clip(denoise_features(np.asarray(x, np.float32), w), 0, 1)
@@ -97,7 +97,7 @@ def gaussian_prefilter(image: np.ndarray, sigma: float = 1.0) -> np.ndarray:
 def nlm_prefilter(image: np.ndarray, h: float = 0.8) -> np.ndarray:
     """Non-local means (5×5 patches, 13×13 window, ``h`` in units of the noise estimate)."""
     from skimage.restoration import denoise_nl_means
-    from segapp.graph import noise_sigma
+    from segapp.graphs.image import noise_sigma
     s = max(noise_sigma(image), 1e-4)
     axis = -1 if image.ndim == 3 else None
     return np.clip(denoise_nl_means(image, h=h * s, sigma=s, patch_size=5, patch_distance=6,
@@ -108,7 +108,7 @@ def bilateral_prefilter(image: np.ndarray, colour: float = 2.0,
                         spatial: float = 1.0) -> np.ndarray:
     """Bilateral filter, colour σ in units of the noise estimate, spatial σ in pixels."""
     from skimage.restoration import denoise_bilateral
-    from segapp.graph import noise_sigma
+    from segapp.graphs.image import noise_sigma
     s = max(noise_sigma(image), 1e-3)
     axis = -1 if image.ndim == 3 else None
     return np.clip(denoise_bilateral(image, sigma_color=colour * s, sigma_spatial=spatial,

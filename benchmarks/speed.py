@@ -11,7 +11,12 @@ label count it reports
   on every edit);
 * peak traced memory of one cold run (``tracemalloc``: NumPy/SciPy buffers; bytes per pixel);
 * ``skimage.segmentation.random_walker(mode='cg_mg')`` on the identical image and scribbles
-  (default beta, colour), best of ``--repeat``, and the ratio FAST-GE cold / random_walker.
+  (default beta, colour), best of ``--repeat``, and the ratio FAST-GE cold / random_walker;
+  random_walker again after the added stroke (its "warm" path: it has none, it solves again)
+  and the ratio FAST-GE warm / that;
+* time to the first result on a 12 MP photo as the app gets it: ``Session`` with its default
+  working resolution, ``update(..., preview=...)`` — when the preview arrives and when the
+  full result does (random_walker at the same working resolution beside it).
 
 All at full resolution (``max_pixels=None``: the session's working-resolution cap, which the
 app uses for photos above 0.5 MP, is off). Run ``python benchmarks/speed.py`` (about 2 minutes on 2 cores); ``--quick`` for 44K only.
@@ -112,13 +117,41 @@ def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int
     if peer:
         row["rw"], rw_labels = best(lambda: random_walker(img, s), repeat)
         row["rw_agree"] = float(np.mean(rw_labels == res.labels))
+        # random_walker has no warm path: after a stroke it solves again from scratch.
+        row["rw_warm"], _ = best(lambda: random_walker(img, s2), repeat)
+    return row
+
+
+def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bool) -> dict:
+    """Time to the first (preview) and the full result of a Session on a big photo.
+
+    As the app does: ``Session(image)`` with its default working resolution, then
+    ``update(scribbles, preview=...)``; times from the ``update`` call (the session's build,
+    once per image, is reported apart). random_walker's first result is its whole solve, at the
+    same working resolution (at 12 MP itself it needs minutes and gigabytes).
+    """
+    from segapp.resolution import reduce_image, reduce_map
+    img, s = resized(image, scribbles, pixels)
+    t = time.perf_counter()
+    sess = segapp.Session(img)
+    build = time.perf_counter() - t
+    got: dict = {}
+    t = time.perf_counter()
+    full = sess.update(s, preview=lambda r: got.setdefault("t", time.perf_counter() - t))
+    row = dict(n=s.size, build=build, preview=got.get("t", float("nan")),
+               full=time.perf_counter() - t, working=int(np.prod(sess.working_shape)),
+               iters=full.diagnostics.iterations)
+    if peer:
+        small = reduce_image(img, sess.working_shape)
+        row["rw"], _ = best(lambda: random_walker(small, reduce_map(s, sess.working_shape)), 1)
     return row
 
 
 def table(rows: list[dict]) -> str:
     head = (f"{'size':>5} {'pixels':>8} {'k':>2} | {'graph':>6} {'constr':>6} {'amg':>6} "
             f"{'lobpcg':>6} {'it':>3} {'kmeans':>6} {'cold':>6} | {'warm':>6} {'it':>3} "
-            f"{'agree':>6} | {'B/px':>5} | {'rw':>6} {'ratio':>6} {'vs rw':>6}")
+            f"{'agree':>6} | {'B/px':>5} | {'rw':>6} {'ratio':>6} {'vs rw':>6} | "
+            f"{'rw wm':>6} {'ratio':>6}")
     lines = [head, "-" * len(head)]
     for r in rows:
         rw = r.get("rw")
@@ -128,8 +161,17 @@ def table(rows: list[dict]) -> str:
             f"{r['iters']:>3} {r['t_partition']:6.3f} {r['cold']:6.3f} | {r['warm']:6.3f} "
             f"{r['warm_iters']:>3} {r['warm_agree']:6.1%} | "
             f"{(r['peak'] / r['n'] if 'peak' in r else float('nan')):5.0f} | "
-            + (f"{rw:6.3f} {r['cold'] / rw:5.2f}x {r['rw_agree']:6.1%}" if rw else f"{'-':>6}"))
+            + (f"{rw:6.3f} {r['cold'] / rw:5.2f}x {r['rw_agree']:6.1%} | "
+               f"{r['rw_warm']:6.3f} {r['warm'] / r['rw_warm']:5.2f}x" if rw else f"{'-':>6}"))
     return "\n".join(lines)
+
+
+def first_result_table(r: dict) -> str:
+    rw = (f"; random_walker at the same working resolution {r['rw']:.2f} s "
+          f"(preview / rw = {r['preview'] / r['rw']:.2f}x)" if "rw" in r else "")
+    return (f"first result on {r['n'] / 1e6:.0f} MP (working resolution {r['working']} px): "
+            f"preview after {r['preview']:.2f} s, full result after {r['full']:.2f} s "
+            f"({r['iters']} it); session build {r['build']:.2f} s{rw}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,10 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=2, help="best of N timed runs")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     p.add_argument("--no-peer", action="store_true", help="skip random_walker")
+    p.add_argument("--no-first-result", action="store_true",
+                   help="skip the time-to-first-result row on a 12 MP photo")
     p.add_argument("--quick", action="store_true", help="44K px, 4 labels, one run")
     a = p.parse_args(argv)
     if a.quick:
-        a.sizes, a.labels, a.repeat = ["44K"], [4], 1
+        a.sizes, a.labels, a.repeat, a.no_first_result = ["44K"], [4], 1, True
     image = io.read_image(samples.sample_path("coffee"))
     scribbles = io.read_scribbles(samples.sample_scribbles_path("coffee"), image.shape[:2])
     print(f"segapp {segapp.__version__}, {os.cpu_count()} CPUs; photo 'coffee' resized; "
@@ -154,10 +198,14 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(run(size, k, image, scribbles, a.repeat, not a.no_memory, not a.no_peer))
             print(f"  done {size} k={k}", file=sys.stderr, flush=True)
     print(table(rows))
+    if not a.no_first_result:
+        print(first_result_table(first_result(image, scribbles, 12_000_000, not a.no_peer)))
     print("cold = segapp.segment (graph + constraints + AMG + LOBPCG + k-means); warm = "
           "Session.update after one added stroke (agree = its labels vs a cold solve);\n"
           "B/px = tracemalloc peak / pixels; rw = random_walker(mode='cg_mg'); ratio = cold / rw; "
-          "vs rw = label agreement with random_walker.")
+          "vs rw = label agreement with random_walker;\n"
+          "rw wm = random_walker after the added stroke (it has no warm path: it solves again); "
+          "ratio = warm / rw wm.")
     return 0
 
 

@@ -34,8 +34,6 @@ strength, standard aggregation, ``fit_candidates``), the same recipe as
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -44,7 +42,7 @@ from pyamg.aggregation.tentative import fit_candidates
 from pyamg.strength import symmetric_strength_of_connection
 from pyamg.util.linalg import approximate_spectral_radius
 
-from .errors import Cancelled
+from .cancel import CancelLike, CancelToken
 
 #: Strength-of-connection threshold (see module docstring).
 DEFAULT_THETA = 0.03
@@ -63,12 +61,10 @@ def _abs_row_sums(A: sp.csr_matrix) -> np.ndarray:
 
 
 def build_hierarchy(A: sp.csr_matrix, theta: float,
-                    cancel: Callable[[], bool] | None = None
+                    cancel: CancelLike = None
                     ) -> tuple[list[sp.csr_matrix], list[sp.csr_matrix]]:
     """Smoothed-aggregation operators ``[A_0, A_1, …]`` and prolongators ``[P_0, …]``."""
-    def check() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("solve cancelled")
+    check = CancelToken.of(cancel).check
 
     ops, Ps = [A], []
     B = np.ones((A.shape[0], 1))
@@ -106,6 +102,13 @@ def build_hierarchy(A: sp.csr_matrix, theta: float,
     return ops, Ps
 
 
+def _residual(A: sp.csr_matrix, x: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``b − A x`` in one new block (not two): the cycle's peak memory is a few blocks."""
+    r = A @ x
+    np.subtract(b, r, out=r)
+    return r
+
+
 def _l1_inverse(A: sp.csr_matrix) -> np.ndarray:
     """``1 / Σ_j |a_ij|``: the ℓ1-Jacobi smoother, convergent for any SPD matrix, no ω to tune."""
     rowsum = np.asarray(abs(A).sum(axis=1)).ravel()
@@ -123,20 +126,21 @@ class AMGPreconditioner:
         Symmetric strength-of-connection threshold for the aggregation.
     sweeps : int
         ℓ1-Jacobi sweeps before and after the coarse correction.
-    cancel : callable, optional
+    cancel : callable, Event or :class:`~segapp.cancel.CancelToken`, optional
         Checked during the set-up (between levels) and on every application; when it returns
         True, :class:`~segapp.errors.Cancelled` is raised.
     """
 
     def __init__(self, A: sp.spmatrix, *, theta: float = DEFAULT_THETA, sweeps: int = 1,
-                 cancel: Callable[[], bool] | None = None) -> None:
+                 cancel: CancelLike = None) -> None:
         A = sp.csr_matrix(A)
         self.theta = theta
         self.sweeps = sweeps
         self.cancel = cancel
         self.applications = 0
         ops, self._P = build_hierarchy(A, theta, cancel)
-        self._R = [P.T.tocsr() for P in self._P]
+        # Restriction R = Pᵀ is applied as P.T (a CSC view): no transposed copy to keep
+        # (66 B/px at 250K px), and CSC × block measured faster than the CSR copy (3.6 vs 4.4 ms).
         self._set_operators(ops)
 
     def _set_operators(self, ops: list[sp.csr_matrix]) -> None:
@@ -159,8 +163,7 @@ class AMGPreconditioner:
         return sum(A.nnz for A in self._A) / self._A[0].nnz
 
     def __call__(self, B: np.ndarray) -> np.ndarray:
-        if self.cancel is not None and self.cancel():
-            raise Cancelled("solve cancelled")
+        CancelToken.of(self.cancel).check()
         self.applications += 1
         single = B.ndim == 1
         X = self._cycle(0, B[:, None] if single else B)
@@ -170,13 +173,19 @@ class AMGPreconditioner:
         if level == len(self._A) - 1:
             kind, fac = self._coarse
             return sla.cho_solve(fac, b) if kind == "chol" else fac @ b
-        A, dinv = self._A[level], self._dinv[level]
+        A, dinv, P = self._A[level], self._dinv[level], self._P[level]
+
+        def smooth(x: np.ndarray) -> None:  # one ℓ1-Jacobi sweep, in place
+            r = _residual(A, x, b)
+            r *= dinv
+            x += r
+
         x = dinv * b
         for _ in range(self.sweeps - 1):
-            x += dinv * (b - A @ x)
-        x += self._P[level] @ self._cycle(level + 1, self._R[level] @ (b - A @ x))
+            smooth(x)
+        x += P @ self._cycle(level + 1, P.T @ _residual(A, x, b))
         for _ in range(self.sweeps):
-            x += dinv * (b - A @ x)
+            smooth(x)
         return x
 
     def __repr__(self) -> str:

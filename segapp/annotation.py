@@ -1,3 +1,4 @@
+# Over 400 lines on purpose: the stroke model and its undo records edit one label map together.
 """The annotation model: scribble label map, label table, brush strokes and their undo records.
 
 Qt-free on purpose (napari's model / ``_qt`` split): the GUI observes an

@@ -30,7 +30,8 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import Cancelled, SolverError
+from .cancel import CancelLike, CancelToken
+from .errors import SolverError
 
 Operator = Callable[[np.ndarray], np.ndarray]
 
@@ -91,6 +92,20 @@ def _gram(Ss: list[np.ndarray], OSs: list[np.ndarray]) -> np.ndarray:
     return G
 
 
+def _advance(blocks: list[np.ndarray], C: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """New ``(X, P)`` of one family from ``blocks = [X, W(, P)]`` and the Ritz coefficients C.
+
+    ``P = Σ_{b≥1} blocks[b] C_b`` (the non-X part), ``X = blocks[0] C_0 + P``; the n-length
+    blocks are never stacked into one copy.
+    """
+    P = blocks[1] @ C[m:2 * m]
+    for b, V in enumerate(blocks[2:], start=2):
+        P += V @ C[b * m:(b + 1) * m]
+    X = blocks[0] @ C[:m]
+    X += P
+    return X, P
+
+
 def lobpcg(
     A: Operator,
     B: Operator,
@@ -103,7 +118,7 @@ def lobpcg(
     res_tol: float = 1e-6,
     eig_tol: float = 1e-4,
     min_iter: int = 2,
-    cancel: Callable[[], bool] | None = None,
+    cancel: CancelLike = None,
     monitor: Callable[[np.ndarray], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
     """Smallest ``m = X0.shape[1]`` eigenpairs of the symmetric pencil ``(A, B)``, B SPD.
@@ -130,8 +145,9 @@ def lobpcg(
     eig_tol : float
         Or stop when, for two consecutive iterations, no Ritz value moved by more than this
         relative amount (and at least ``min_iter`` iterations were made).
-    cancel : callable, optional
-        Checked every iteration; raising :class:`Cancelled` when it returns True.
+    cancel : callable, Event or :class:`~segapp.cancel.CancelToken`, optional
+        Checked several times per iteration; :class:`~segapp.errors.Cancelled` is raised
+        once it asks to stop.
     monitor : callable, optional
         Called with the wanted Ritz vectors ``X[:, :nev]`` after every iteration; returning
         True (after ``min_iter`` iterations) stops the solve as converged, e.g. when the labels
@@ -173,8 +189,11 @@ def lobpcg(
             norm_est["A"] = max(norm_est["A"], float(np.max(colnorm(AV)[ok] / nv[ok])))
             norm_est["B"] = max(norm_est["B"], float(np.max(colnorm(BV)[ok] / nv[ok])))
 
-    def rel_residuals(lam, X, AX, BX) -> np.ndarray:
-        R = AX - BX * lam
+    def residual(lam, AX, BX) -> np.ndarray:
+        R = BX * lam
+        return np.subtract(AX, R, out=R)   # AX − BXΛ in one block
+
+    def rel_residuals(lam, X, R) -> np.ndarray:
         scale = (norm_est["A"] + np.abs(lam) * norm_est["B"]) * colnorm(X)
         return colnorm(R) / np.where(scale > 0, scale, 1.0)
 
@@ -187,13 +206,6 @@ def lobpcg(
         floor = np.sqrt(np.finfo(float).eps) * norm_est["A"] * colnorm(X[:, :nev])
         return bool(np.all(colnorm(R[:, :nev])
                            <= np.maximum(np.abs(lam[:nev]) * colnorm(BX[:, :nev]), floor)))
-
-    def combine(blocks: list[np.ndarray], C: np.ndarray) -> np.ndarray:
-        # Σ_b blocks[b] @ C[rows of b]: avoids stacking the n-length blocks into one copy.
-        out = blocks[0] @ C[:m]
-        for b, V in enumerate(blocks[1:], start=1):
-            out += V @ C[b * m:(b + 1) * m]
-        return out
 
     # Initial Rayleigh–Ritz on span(X0). A block that is numerically rank-deficient (e.g. a
     # preconditioned random block on a disconnected graph, where the null-space directions
@@ -220,18 +232,17 @@ def lobpcg(
     X, AX, BX = X @ C, AX @ C, BX @ C
     P = AP = BP = None
     settled = 0
-    def stop_if_cancelled() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("solve cancelled")
+    stop_if_cancelled = CancelToken.of(cancel).check
 
     for it in range(1, maxiter + 1):
         stop_if_cancelled()
-        R = AX - BX * lam
-        diag.residuals = rel_residuals(lam, X, AX, BX)[:nev]
+        R = residual(lam, AX, BX)
+        diag.residuals = rel_residuals(lam, X, R)[:nev]
         if diag.residuals.max() <= res_tol and resolves_own_eigenvalue(lam, X, R, BX):
             diag.converged, diag.reason = True, "residual tolerance"
             break
         W = proj(prec(R))
+        del R
         stop_if_cancelled()  # several checks per iteration: one costs ~0.3 s at 1M px
         AW, BW = A(W), B(W)
         check(W, AW, BW)
@@ -259,10 +270,17 @@ def lobpcg(
         diag.eigenvalue_change = float(change)
         lam = new_lam
         diag.history.append(lam.copy())
-        # P carries the non-X part of the Ritz vectors (the "conjugate direction").
-        Cp = np.vstack([np.zeros((m, m)), C[m:]])
-        P, AP, BP = combine(Ss, Cp), combine(ASs, Cp), combine(BSs, Cp)
-        X, AX, BX = P + X @ C[:m], AP + AX @ C[:m], BP + BX @ C[:m]
+        # P carries the non-X part of the Ritz vectors (the "conjugate direction"). One family
+        # (X, AX or BX) at a time, each old block dropped once used: the peak is ~12 blocks
+        # of n × m instead of ~18 (peak memory per pixel, issue 15).
+        del X, W, AX, AW, BX, BW
+        P = AP = BP = None
+        X, P = _advance(Ss, C, m)
+        Ss.clear()
+        AX, AP = _advance(ASs, C, m)
+        ASs.clear()
+        BX, BP = _advance(BSs, C, m)
+        BSs.clear()
         diag.iterations = it
         settled = settled + 1 if change <= eig_tol else 0
         if settled >= 2 and it >= min_iter:
@@ -278,7 +296,7 @@ def lobpcg(
     else:
         diag.reason = "iteration cap"
     X, AX, BX, lam = X[:, :nev], AX[:, :nev], BX[:, :nev], lam[:nev]
-    diag.residuals = rel_residuals(lam, X, AX, BX)
+    diag.residuals = rel_residuals(lam, X, residual(lam, AX, BX))
     diag.eigenvalues = lam.copy()
     check(X, lam)
     # Final B-normalisation (SVQB keeps it up to rounding).

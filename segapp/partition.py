@@ -32,8 +32,8 @@ import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2, vq
 from scipy.optimize import linear_sum_assignment
 
+from .cancel import CancelLike, CancelToken
 from .constraints import Constraints
-from .errors import Cancelled
 from .pencil import Pencil
 
 #: Rows used for the k-means restarts on large images.
@@ -67,14 +67,12 @@ def _objective(U: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, float]:
 
 def kmeans(U: np.ndarray, k: int, *, seeds: np.ndarray | None = None, restarts: int = 10,
            rng: np.random.Generator | None = None, iterations: int = 20,
-           cancel: Callable[[], bool] | None = None) -> np.ndarray:
+           cancel: CancelLike = None) -> np.ndarray:
     """Best-of-``restarts`` k-means of the rows of U; ``seeds`` (k × m) adds one seeded start.
 
     Returns cluster codes (n,) in 0..k−1. ``cancel`` is checked between restarts.
     """
-    def check() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("solve cancelled")
+    check = CancelToken.of(cancel).check
 
     rng = rng if rng is not None else np.random.default_rng(0)
     n = U.shape[0]
@@ -107,7 +105,7 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
                     weights: np.ndarray | None = None,
                     seeds: np.ndarray | None = None, iterations: int = 50,
                     sample: int = KMEANS_SAMPLE, rng: np.random.Generator | None = None,
-                    cancel: Callable[[], bool] | None = None,
+                    cancel: CancelLike = None,
                     max_prototypes: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """k-means whose clusters belong to labels: stroke rows are fixed to their own label.
 
@@ -141,9 +139,7 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
     owner : ndarray (p,) int64
         The label index of each prototype.
     """
-    def check() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("solve cancelled")
+    check = CancelToken.of(cancel).check
 
     rng = rng if rng is not None else np.random.default_rng(0)
     n, k = U.shape[0], len(sets)

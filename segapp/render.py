@@ -1,3 +1,4 @@
+# Over 400 lines on purpose: the app's view and the exports draw with these same functions.
 """Turn arrays into pictures: label overlays, scribble overlays and diverging heat maps.
 
 Everything here is plain numpy (plus ``skimage.segmentation.find_boundaries``) and returns

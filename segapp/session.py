@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import methods
+from .cancel import CancelLike, CancelToken
 from .errors import InvalidInputError, SolverError
 from .inputs import as_float_image, check_confidence, check_label_map
 from .options import check_solve, split
@@ -83,7 +84,7 @@ class Session:
         self._setup_total = time.perf_counter() - t
         self.revision = 0
 
-    def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
+    def update(self, scribbles: np.ndarray, *, cancel: CancelLike = None,
                confidence: np.ndarray | None = None,
                preview: Callable[[Segmentation], None] | None = None,
                **solve_options: Any) -> Segmentation:
@@ -108,6 +109,7 @@ class Session:
                                self.method_name)}
         s = check_label_map(scribbles, self.shape)
         confidence = check_confidence(confidence, self.shape)
+        cancel = CancelToken.of(cancel)  # callable, Event or token; every method polls it
         t = time.perf_counter()
         if preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS:
             coarse = self._preview(s, cancel, solve)
@@ -129,7 +131,7 @@ class Session:
         return result
 
 
-    def _preview(self, s: np.ndarray, cancel: Callable[[], bool] | None,
+    def _preview(self, s: np.ndarray, cancel: CancelToken,
                  solve: dict[str, Any]) -> Segmentation | None:
         """The coarse result of :meth:`update`'s ``preview`` (None if that solve fails)."""
         if self._preview_method is None:

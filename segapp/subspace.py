@@ -38,7 +38,8 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import Cancelled, SolverError
+from .cancel import CancelLike, CancelToken
+from .errors import SolverError
 from .lobpcg import SolverDiagnostics
 from .pencil import Pencil
 
@@ -93,7 +94,7 @@ def potentials_eigenpairs(
     eig_tol: float = 1e-3,
     res_tol: float = 1e-6,
     min_iter: int = 2,
-    cancel: Callable[[], bool] | None = None,
+    cancel: CancelLike = None,
 ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics, np.ndarray]:
     """The ``nev`` (≤ k − 1) smallest pairs of ``(A, B)`` from the k strokes' potentials.
 
@@ -130,9 +131,7 @@ def potentials_eigenpairs(
         raise ValueError(f"nev must lie in 1..k−1 = {k - 1}, got {nev}")
     diag = SolverDiagnostics()
 
-    def stop_if_cancelled() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("solve cancelled")
+    stop_if_cancelled = CancelToken.of(cancel).check
 
     b = stroke_sources(pencil, sets)
     if Y0 is not None:

@@ -239,7 +239,7 @@ def test_summary_and_table_report_the_drop_share():
 
 
 def test_click_protocol_through_the_command_line(tmp_path, capsys):
-    from tests.test_quality_smoke import make_data
+    from scenes import make_data
     data = make_data(tmp_path / "data")
     out = tmp_path / "out"
     rc = quality.main(["--protocol", "clicks", "--quick", "--data", str(data), "--out", str(out),

@@ -12,19 +12,13 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from segapp.constraints import build_constraints, robust_dmin, sparsify, stroke_sets
 from segapp.errors import InvalidInputError
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Dense references on one BLAS thread: on 2 busy cores a second OpenBLAS thread made the
-    dense products and eigh of these tests ~5× slower (suite 21 s instead of 4.9 s)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def reference_dmin(degrees: np.ndarray) -> float:

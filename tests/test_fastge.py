@@ -10,11 +10,10 @@ import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
-from threadpoolctl import threadpool_limits
 
 import segapp
 from segapp.errors import Cancelled, InvalidInputError, SegappError, SolverError
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.methods.fastge import FastGE
 
 IDS = (2, 5, 7, 9)               # the user's label ids: deliberately not 1..k
@@ -22,12 +21,7 @@ COLOURS = np.array([[0.8, 0.25, 0.2], [0.2, 0.65, 0.3], [0.2, 0.3, 0.8], [0.9, 0
 GREYS = np.array([0.15, 0.4, 0.65, 0.9])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Dense references on one BLAS thread: on 2 busy cores a second OpenBLAS thread made the
-    dense products and eigh of these tests ~5× slower (suite 21 s instead of 4.9 s)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def four_regions(noise=0.12, seed=0, H=80, W=100, grey=False):

@@ -1,4 +1,4 @@
-"""segapp.graph against hand-computed graphs and brute-force references.
+"""segapp.graphs (image and weighted graphs) against hand-computed graphs and brute-force references.
 
 Every expected value here is computed independently of segapp: weights from the RBF formula
 of the module docstring, neighbourhoods by enumerating pixel pairs by their Euclidean
@@ -12,11 +12,11 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from segapp.errors import InvalidInputError
-from segapp.graph import (MIN_WEIGHT, denoise_features, graph_from_adjacency, grid_offsets,
-                          image_features, image_graph, laplacian, noise_sigma)
+from segapp.graphs import graph_from_adjacency, laplacian
+from segapp.graphs.image import (MIN_WEIGHT, denoise_features, grid_offsets, image_features,
+                                 image_graph, noise_sigma)
 
 # Reach of each neighbourhood option, as a Euclidean radius in pixels.
 REACH = {"c4": ({"connectivity": 4}, 1.0),
@@ -24,12 +24,7 @@ REACH = {"c4": ({"connectivity": 4}, 1.0),
          "r2": ({"radius": 2}, 2.0)}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Dense references on one BLAS thread: on 2 busy cores a second OpenBLAS thread made the
-    dense products and eigh of these tests ~5× slower (suite 21 s instead of 4.9 s)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def raw_graph(img, **options):

@@ -1,4 +1,4 @@
-"""The image graph's noise estimate and total-variation pre-filter (segapp.graph, issue 10).
+"""The image graph's noise estimate and total-variation pre-filter (segapp.graphs.image, issue 10).
 
 References are independent of segapp: Immerkær's mask applied by explicit loops, the noise
 of synthetic images known by construction, the ROF objective evaluated directly.
@@ -11,8 +11,8 @@ import pytest
 
 import segapp
 from benchmarks.noise import short_strokes, three_regions
-from segapp.graph import (DEFAULT_DENOISE, denoise_features, image_features, image_graph,
-                          noise_sigma)
+from segapp.graphs.image import (DEFAULT_DENOISE, denoise_features, image_features,
+                                 image_graph, noise_sigma)
 
 
 def immerkaer_loops(plane: np.ndarray) -> float:

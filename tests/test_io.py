@@ -64,7 +64,7 @@ def test_grey_16bit_big_endian(tmp_path):
     a = np.array([[0, 1000], [40000, 65535]], dtype=">u2")
     img = Image.frombytes("I;16B", (2, 2), a.tobytes())
     assert img.mode == "I;16B"
-    out = io._to_float(img)
+    out = io.images._to_float(img)
     np.testing.assert_allclose(out, a.astype(np.float32) / 65535, rtol=0, atol=1e-7)
 
 
@@ -157,7 +157,7 @@ def test_corrupt_exif_is_ignored(tmp_path, monkeypatch):
     def broken(_img):
         raise SyntaxError("bad EXIF")
 
-    monkeypatch.setattr(io.ImageOps, "exif_transpose", broken)
+    monkeypatch.setattr(io.opening.ImageOps, "exif_transpose", broken)
     assert io.read_image(tmp_path / "e.png").shape == (3, 4)
 
 
@@ -215,7 +215,7 @@ def test_zero_size_image_reported(tmp_path, monkeypatch):
     # Pillow itself rejects most 0-pixel files; make sure our own check names the problem.
     p = tmp_path / "z.png"
     p.write_bytes(b"x")
-    monkeypatch.setattr(io.Image, "open", lambda *_a, **_k: Image.new("L", (0, 5)))
+    monkeypatch.setattr(io.opening.Image, "open", lambda *_a, **_k: Image.new("L", (0, 5)))
     assert "zero size" in _raises_invalid(p)
 
 
@@ -397,13 +397,40 @@ def test_write_failure_leaves_old_file_and_no_temp(tmp_path, monkeypatch, victim
     def disk_full(*_args, **_kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(io.os, victim, disk_full)
+    monkeypatch.setattr(io.atomic.os, victim, disk_full)
     with pytest.raises(OSError) as info:
         io.write_png_atomic(target, np.zeros((8, 8, 3), np.uint8))
     assert info.value.errno == errno.ENOSPC
     assert str(target) in str(info.value) and "disk full" in str(info.value)
     assert target.read_bytes() == b"old contents"
     assert _temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("victim", ["replace", "fsync"])
+def test_text_write_failure_leaves_old_file_and_no_temp(tmp_path, monkeypatch, victim):
+    target = tmp_path / "report.csv"
+    target.write_text("old")
+
+    def disk_full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(io.atomic.os, victim, disk_full)
+    with pytest.raises(OSError, match="disk full") as info:
+        io.write_text_atomic(target, "new")
+    assert str(target) in str(info.value)
+    assert target.read_text() == "old" and _temp_files(tmp_path) == []
+
+
+def test_text_write_is_utf8_without_newline_translation(tmp_path):
+    target = tmp_path / "report.csv"
+    text = "image,error\r\nä.png,σ too small\n"
+    assert io.write_text_atomic(target, text) == target
+    assert target.read_bytes() == text.encode("utf-8")
+    assert _temp_files(tmp_path) == []
+    with pytest.raises(FileExistsError):
+        io.write_text_atomic(target, "x", overwrite=False)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        io.write_text_atomic(tmp_path / "missing" / "r.csv", "x")
 
 
 def test_write_encoder_failure_cleans_up(tmp_path, monkeypatch):
@@ -444,7 +471,7 @@ def test_write_permission_error_simulated(tmp_path, monkeypatch):
     def denied(*_args, **_kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(io.os, "open", denied)
+    monkeypatch.setattr(io.atomic.os, "open", denied)
     with pytest.raises(PermissionError) as info:
         io.write_png_atomic(tmp_path / "x.png", np.zeros((2, 2), np.uint8))
     assert str(info.value) == f"cannot write {tmp_path / 'x.png'}: permission denied " \

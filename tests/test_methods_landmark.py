@@ -19,41 +19,12 @@ from segapp.partition import anchored_kmeans
 from segapp.methods.landmark_fastge import LandmarkFastGE
 from segapp.methods.scacs import SCACS
 from segapp.pencil import Pencil
+from scenes import blobs, noisy_image  # noqa: E402  (tests/ is on sys.path)
 
 NAMES = ("landmark", "ensemble", "scacs")
 
 
 # -- data ----------------------------------------------------------------------------------
-def blobs(seed: int = 0, n_per: int = 300, k: int = 4, labelled: int = 5):
-    """k Gaussian blobs (unit spread, centres 8 apart) and a few labelled points per blob."""
-    rng = np.random.default_rng(seed)
-    centres = 8.0 * np.array([[0, 0], [1, 0], [0, 1], [1, 1], [2, 0], [2, 1]])[:k]
-    X = np.concatenate([rng.normal(c, 1.0, (n_per, 2)) for c in centres])
-    truth = np.repeat(np.arange(1, k + 1), n_per)
-    lab = np.zeros(len(X), np.int64)
-    for a in range(1, k + 1):
-        lab[rng.choice(np.flatnonzero(truth == a), labelled, replace=False)] = a
-    return X, truth, lab
-
-
-def noisy_image(seed: int = 0, shape: tuple[int, int] = (48, 64)):
-    """Three regions (left, right, a disc on the left) in distinct colours plus noise."""
-    H, W = shape
-    rng = np.random.default_rng(seed)
-    truth = np.ones(shape, np.int64)
-    truth[:, W // 2:] = 2
-    yy, xx = np.ogrid[:H, :W]
-    truth[(yy - H / 2) ** 2 + (xx - W / 4) ** 2 < (H / 5) ** 2] = 3
-    colours = np.array([[0, 0, 0], [0.75, 0.25, 0.2], [0.25, 0.65, 0.35], [0.2, 0.3, 0.8]])
-    img = np.clip(colours[truth] + rng.normal(0, 0.08, (H, W, 3)), 0, 1).astype(np.float32)
-    s = np.zeros(shape, np.int64)
-    s[6, 4:20] = 1
-    s[40, 4:20] = 1
-    s[H // 2 - 8: H // 2 + 8, 3 * W // 4] = 2
-    s[H // 2, W // 4 - 4: W // 4 + 5] = 3
-    return img, truth, s
-
-
 # -- shared machinery ----------------------------------------------------------------------
 def dense_zhat(code: lm.SparseCode) -> np.ndarray:
     n, p = code.n, code.p

@@ -14,11 +14,11 @@ import scipy.sparse as sp
 import segapp
 from segapp import landmarks as lm
 from segapp.errors import Cancelled, InvalidInputError
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.methods import REGISTRY, get, option_names
 from segapp.methods import ccskl as cc
 from segapp.methods import scpc as sc
-from test_methods_landmark import blobs, noisy_image
+from scenes import blobs, noisy_image  # noqa: E402  (tests/ is on sys.path)
 
 NAMES = ("ccskl", "scpc")
 

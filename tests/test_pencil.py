@@ -15,10 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg as sla
-from threadpoolctl import threadpool_limits
 
 from segapp.constraints import build_constraints
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.lobpcg import lobpcg
 from segapp.methods.fastge import FastGE
 from segapp.pencil import Pencil
@@ -26,12 +25,7 @@ from segapp.pencil import Pencil
 IDS = (2, 5, 7, 9)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Dense references on one BLAS thread: on 2 busy cores a second OpenBLAS thread made the
-    dense products and eigh of these tests ~5× slower (suite 21 s instead of 4.9 s)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 def noisy_blocks(H=30, W=30, noise=0.08, seed=30):

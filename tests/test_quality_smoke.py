@@ -8,45 +8,12 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from benchmarks import peers, quality
-
-
-def _scene(rng: np.random.Generator, k: int, h: int = 60, w: int = 90):
-    """Vertical bands of distinct colours with noise, and their label map."""
-    gt = np.minimum(np.arange(w)[None, :] * k // w, k - 1).repeat(h, axis=0).astype(np.uint8)
-    colours = rng.uniform(0, 1, (k, 3))
-    img = colours[gt] + rng.normal(0, 0.03, (h, w, 3))
-    return (np.clip(img, 0, 1) * 255).astype(np.uint8), gt
-
-
-def make_data(root: Path) -> Path:
-    rng = np.random.default_rng(0)
-    bsds, grab = root / "bsds-dev", root / "grabcut-dev"
-    for d in (bsds / "images", bsds / "gt", grab / "images", grab / "masks"):
-        d.mkdir(parents=True)
-    index = []
-    for i, k in enumerate((2, 3)):
-        img, gt = _scene(rng, k)
-        Image.fromarray(img).save(bsds / "images" / f"s{i}.png")
-        Image.fromarray(gt).save(bsds / "gt" / f"s{i}.png")
-        index.append(dict(id=f"s{i}", k=k, image=f"images/s{i}.png", gt=f"gt/s{i}.png"))
-    (bsds / "index.json").write_text(json.dumps(index))
-    index = []
-    for i in range(2):
-        img, gt = _scene(rng, 2)
-        mask = gt.copy()
-        mask[:, 44:46] = 255            # void band at the boundary
-        Image.fromarray(img).save(grab / "images" / f"g{i}.bmp")
-        Image.fromarray(mask).save(grab / "masks" / f"g{i}.png")
-        index.append(dict(id=f"g{i}", image=f"images/g{i}.bmp", mask=f"masks/g{i}.png"))
-    (grab / "index.json").write_text(json.dumps(index))
-    return root
+from scenes import make_data  # noqa: E402  (tests/ is on sys.path)
 
 
 @pytest.fixture

@@ -74,7 +74,7 @@ def test_graph_with_one_component_per_cluster(method):
 
 def test_rounding_noise_does_not_become_an_edge():
     """A flat image with one pixel off by float rounding stays one uniform region."""
-    from segapp.graph import SIGMA_FLOOR, image_graph
+    from segapp.graphs.image import SIGMA_FLOOR, image_graph
     img = np.full((20, 20), 0.5, np.float32)
     img[5, 5] += 1e-6
     g = image_graph(img)

@@ -9,7 +9,7 @@ from skimage.transform import resize
 
 from segapp import io, samples
 from segapp.constraints import build_constraints
-from segapp.graph import image_graph
+from segapp.graphs.image import image_graph
 from segapp.methods.fastge import FastGE
 from segapp.pencil import Pencil
 from segapp.settling import LabelSettling

@@ -12,10 +12,11 @@ import pytest
 
 
 @contextlib.contextmanager
-def running_xvfb() -> Iterator[str]:
-    """Yield ``DISPLAY`` of a fresh Xvfb (or the session's own DISPLAY if one is set); skip the
-    test with the reason when neither is possible. The server is stopped afterwards."""
-    if os.environ.get("DISPLAY"):
+def running_xvfb(reuse_display: bool = True) -> Iterator[str]:
+    """Yield ``DISPLAY`` of a fresh Xvfb (or, with ``reuse_display``, the session's own DISPLAY
+    if one is set); skip the test with the reason when that is impossible. The server is
+    stopped afterwards."""
+    if reuse_display and os.environ.get("DISPLAY"):
         yield os.environ["DISPLAY"]
         return
     exe = shutil.which("Xvfb")
@@ -26,14 +27,20 @@ def running_xvfb() -> Iterator[str]:
     r, w = os.pipe()
     proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "1280x1024x24",
                              "-nolisten", "tcp"], pass_fds=(w,), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE)
     os.close(w)
-    with os.fdopen(r, "rb") as fh:
-        number = fh.readline().strip().decode()
+    number = b""
+    try:
+        with os.fdopen(r, "rb") as fh:
+            number = fh.readline().strip()
+    except OSError:
+        pass
     try:
         if not number:
-            pytest.skip("Xvfb could not be started")
-        yield f":{number}"
+            err = proc.stderr.read().decode(errors="replace")[-500:] \
+                if proc.poll() is not None else ""
+            pytest.skip(f"Xvfb could not be started: {err or 'no display number reported'}")
+        yield f":{number.decode()}"
     finally:
         proc.terminate()
         try:

@@ -48,7 +48,7 @@ Install the optional extra for the progress bar and Dask: pip install 'segapp[ba
 
 def configure(parser: argparse.ArgumentParser, method: str) -> argparse.ArgumentParser:
     """Add the ``batch`` arguments and, as for ``segment``, the flags of ``method``."""
-    from ..cli import add_method_arguments
+    from ..flags import add_method_arguments
 
     parser.add_argument("images", metavar="IMAGES_DIR", help="folder of images")
     parser.add_argument("--scribbles", "-s", metavar="SCRIBBLES_DIR", default=None,
@@ -109,9 +109,9 @@ def build_parser(method: str = "fastge") -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """``segapp batch ARGS``; returns the exit status (see the module docstring)."""
     from .. import methods
-    from ..cli import _method_from_argv
+    from ..flags import method_from_argv
     argv = list(argv)
-    method = _method_from_argv(argv)
+    method = method_from_argv(argv)
     try:
         methods.get(method)  # an unknown --method fails before its flags are needed
     except SegappError as exc:
@@ -121,7 +121,7 @@ def main(argv: Sequence[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run a parsed ``segapp batch`` command line."""
-    from ..cli import method_options
+    from ..flags import method_options
     from .executors import DaskExecutor, PoolExecutor, SerialExecutor, usable_cpus
     from .pairing import find_pairs
     from .runner import run_batch
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_max_pixels(options: dict[str, Any]) -> None:
     """Fail once, before any worker starts, on a working size every image would reject
-    (method option values are already checked by :func:`segapp.cli.method_options`)."""
+    (method option values are already checked by :func:`segapp.flags.method_options`)."""
     mp = options.get("max_pixels")
     if mp is not None and mp < 4:
         raise SegappError(f"--max-pixels must be 0 (full resolution) or at least 4, got {mp}")

@@ -1,10 +1,11 @@
 """The batch report: one row per image, as CSV (spreadsheets) and JSON (scripts).
 
 ``report.csv`` has the columns :data:`segapp.batch.task.ROW_FIELDS`; ``report.json`` holds
-``{"summary": {...}, "images": [rows]}``. Both are rewritten atomically (temporary file in the
-same folder, fsync, rename) while the batch runs and at its end, so an interrupted batch
-leaves a complete report of what it finished, and a resumed batch reads the previous JSON to
-keep the figures of the images it skips.
+``{"summary": {...}, "images": [rows]}``. Both are rewritten atomically
+(:func:`segapp.io.write_text_atomic`: temporary file in the same folder, fsync, rename)
+while the batch runs and at its end, so an interrupted batch leaves a complete report of
+what it finished, and a resumed batch reads the previous JSON to keep the figures of the
+images it skips.
 
 Row ``status``: ``ok``; ``failed`` (``error`` says why: unreadable file, size mismatch,
 solver failure, unwritable output, a worker that died repeatedly, another image with the same
@@ -14,37 +15,18 @@ stem); ``skipped`` (its outputs existed — the previous run's figures are kept 
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io as _io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..io import write_text_atomic
 from .task import ROW_FIELDS
 
-__all__ = ["STATUSES", "write_report", "read_previous", "write_text_atomic"]
+__all__ = ["STATUSES", "write_report", "read_previous"]
 
 STATUSES = ("ok", "failed", "skipped", "no_scribbles")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` is always either the old or the complete new file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0o600 would make the report private
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def write_report(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:

@@ -7,20 +7,60 @@ The interface is :class:`segapp.methods.base.Method`: built once per image
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from ..errors import InvalidInputError
 from ..options import Option
-from .ccskl import CCSKL
-from .ensemble import ClusterEnsemble
-from .fastge import FastGE
-from .landmark_fastge import LandmarkFastGE
-from .ncut import NCut
-from .scacs import SCACS
-from .scpc import SCPC
 
-REGISTRY: dict[str, type] = {cls.name: cls for cls in (FastGE, NCut, LandmarkFastGE,
-                                                       ClusterEnsemble, SCACS, CCSKL, SCPC)}
+#: Where each method lives, the default first (``--method`` lists them in this order).
+#: A method's module is imported the first time its class is asked for, so ``import segapp``
+#: does not load seven method modules (and their scipy / scikit-image / PyAMG imports).
+_LOCATIONS: dict[str, str] = {
+    "fastge": "fastge:FastGE",
+    "ncut": "ncut:NCut",
+    "landmark": "landmark_fastge:LandmarkFastGE",
+    "ensemble": "ensemble:ClusterEnsemble",
+    "scacs": "scacs:SCACS",
+    "ccskl": "ccskl:CCSKL",
+    "scpc": "scpc:SCPC",
+}
+
+
+class _Registry(MutableMapping):
+    """``{name: method class}`` whose classes are imported on first access."""
+
+    def __init__(self, locations: dict[str, str]) -> None:
+        self._entries: dict[str, Any] = dict(locations)   # "module:Class" until loaded
+
+    def __getitem__(self, name: str) -> type:
+        entry = self._entries[name]
+        if isinstance(entry, str):
+            module, cls = entry.split(":")
+            entry = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+            if entry.name != name:  # the table and the class must agree
+                raise RuntimeError(f"{module}.{cls}.name is {entry.name!r}, registered as {name!r}")
+            self._entries[name] = entry
+        return entry
+
+    def __setitem__(self, name: str, cls: type) -> None:
+        self._entries[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"REGISTRY({', '.join(self._entries)})"
+
+
+REGISTRY: MutableMapping[str, type] = _Registry(_LOCATIONS)
 
 
 def available_methods() -> list[tuple[str, str]]:

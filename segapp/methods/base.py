@@ -22,11 +22,12 @@ different labels cannot-linked. The result is a :class:`~segapp.result.Segmentat
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..cancel import CancelLike
 from ..options import Option
 from ..result import Segmentation
 
@@ -46,5 +47,5 @@ class Method(Protocol):
     def from_data(cls, *, graph: sp.spmatrix | None = None,
                   features: np.ndarray | None = None, **options: Any) -> "Method": ...
 
-    def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
+    def update(self, scribbles: np.ndarray, *, cancel: CancelLike = None,
                confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation: ...

@@ -100,20 +100,19 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 from scipy.optimize import nnls
-from threadpoolctl import threadpool_limits
 
-from ..amg import DEFAULT_THETA, AMGPreconditioner
-from ..errors import InvalidInputError, SolverError
-from ..graph import Graph
-from ..landmarks import Cancel, _normalise_rows, check_cancel, read_strokes
-from ..lobpcg import SolverDiagnostics, lobpcg
+from ..amg import DEFAULT_THETA
+from ..cancel import CancelLike, CancelToken
+from ..eigensolve import amg_preconditioner, eigenpairs, random_start
+from ..errors import InvalidInputError
+from ..graphs import Graph
+from ..landmarks import _normalise_rows, read_strokes
+from ..lobpcg import SolverDiagnostics
 from ..options import SEED, Option, override, pick
 from ..partition import anchored_kmeans, clamp_strokes, stroke_agreement
 from ..pencil import Pencil
 from ..result import Segmentation
-from .fastge import AMG_SHIFT
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .graph_method import GRAPH_OPTIONS, GraphMethod
 
@@ -148,7 +147,7 @@ class Spectrum:
 
 def smoothest_eigenvectors(graph: Graph, m: int, *, seed: int = 0, amg_theta: float = DEFAULT_THETA,
                            maxiter: int = 300, eig_tol: float = 1e-3, res_tol: float = 1e-6,
-                           cancel: Cancel = None) -> Spectrum:
+                           cancel: CancelLike = None) -> Spectrum:
     """The ``m`` unit eigenvectors of ``L̄ = D^{-1/2} L D^{-1/2}`` with the smallest eigenvalues."""
     n, d = graph.n, graph.degrees
     sqrt_d = np.sqrt(d)
@@ -160,19 +159,11 @@ def smoothest_eigenvectors(graph: Graph, m: int, *, seed: int = 0, amg_theta: fl
     if m == 1:
         return Spectrum(np.zeros(1), v1[:, None])
     pencil = Pencil(graph.laplacian, d)  # B = D/n: eigenvalues n·μ, on dᵀx = 0
-    amg = AMGPreconditioner(graph.laplacian + sp.diags(AMG_SHIFT * d), theta=amg_theta,
-                            cancel=cancel)
-    X0 = amg(np.random.default_rng(seed).standard_normal((n, m - 1)))
-    amg.cancel = cancel
-    try:
-        lam, X, diag = lobpcg(pencil.A, pencil.B, X0, M=amg, project=pencil.project,
-                              maxiter=maxiter, eig_tol=eig_tol, res_tol=res_tol, cancel=cancel)
-    finally:
-        amg.cancel = None
-    if not diag.converged:
-        raise SolverError(f"the eigensolver did not converge in {diag.iterations} iterations "
-                          f"(largest relative residual {np.max(diag.residuals):.1e}); try a "
-                          "larger maxiter or fewer n_eigenvectors", diag)
+    amg = amg_preconditioner(graph.laplacian, d, theta=amg_theta, cancel=cancel)
+    X0 = random_start(amg, n, m - 1, np.random.default_rng(seed))
+    lam, X, diag = eigenpairs(pencil, X0, amg, maxiter=maxiter, eig_tol=eig_tol,
+                              res_tol=res_tol, cancel=cancel,
+                              advice="try a larger maxiter or fewer n_eigenvectors")
     V = X * sqrt_d[:, None]
     V /= np.linalg.norm(V, axis=0)
     return Spectrum(np.concatenate([[0.0], np.maximum(lam / n, 0.0)]),
@@ -239,18 +230,9 @@ class CCSKL(GraphMethod):
                                     f"({graph.n})")
         self.spectrum: Spectrum | None = None
 
-    def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
-        """QP and k-means for the given strokes (the first call also computes the spectrum).
-
-        ``solve_options`` (solve-stage options of :data:`OPTIONS`) apply to this solve only.
-        """
-        self._use_solve_options(solve_options)
-        with threadpool_limits(limits=1, user_api="blas"):  # as FastGE.update: tall-skinny work
-            return self._update(scribbles, cancel, confidence)
-
-    def _update(self, scribbles: np.ndarray, cancel: Cancel,
+    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
                 confidence: np.ndarray | None) -> Segmentation:
+        """QP and k-means for the given strokes (the first call also computes the spectrum)."""
         g, o = self.graph, self.options
         strokes = read_strokes(scribbles, g.n, confidence)   # validates; weights √q
         label_ids, sets = strokes.label_ids, strokes.sets
@@ -267,7 +249,7 @@ class CCSKL(GraphMethod):
                 g, m, seed=o["seed"], amg_theta=o["amg_theta"], maxiter=o["maxiter"],
                 eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel)
             timings["eigensolver"] = time.perf_counter() - t
-        check_cancel(cancel)
+        cancel.check()
         F = self.spectrum.F
         t = time.perf_counter()
         A, b = kernel_qp(F, sets, weights)

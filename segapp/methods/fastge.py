@@ -5,7 +5,7 @@ Generalized Spectral Method", AISTATS 2016.
 
 Pipeline (one :meth:`FastGE.update` per scribble edit):
 
-1. data graph ``G_D`` of the image (``segapp.graph``, §7.3), built once per image;
+1. data graph ``G_D`` of the image (``segapp.graphs.image``, §7.3), built once per image;
 2. ML / CL cliques of the strokes with the merge weights ``d_i d_j / (d_min d_max)`` (§4.7),
    as exact diagonal + low-rank operators (``segapp.constraints``);
 3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.pencil``) by
@@ -24,31 +24,23 @@ from __future__ import annotations
 
 import hashlib
 import time
-import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from ..amg import DEFAULT_THETA, AMGPreconditioner
+from ..cancel import CancelToken
 from ..constraints import Constraints, build_constraints, sparsify
-from ..errors import Cancelled, InvalidInputError, SolverError
-from ..graph import Graph
-from ..lobpcg import SolverDiagnostics, lobpcg
+from ..eigensolve import amg_preconditioner, eigenpairs
+from ..graphs import Graph
 from ..options import SEED, Option
 from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed,
                          stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
 from ..settling import LabelSettling
-from ..subspace import potentials_eigenpairs
-from .graph_method import GRAPH_OPTIONS, GraphMethod
-
-#: Relative diagonal shift of the matrix the AMG hierarchy is built on: small against the
-#: eigenvalues sought (so the preconditioner still inverts the smooth modes well) but enough
-#: to make the coarsest level non-singular.
-AMG_SHIFT = 1e-8
+from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
 #: FAST-GE's options after the graph's. All are per-solve: the AMG hierarchy is rebuilt on
 #: every edit anyway (see _preconditioner). Bounds keep a solve bounded in time and memory.
@@ -94,7 +86,7 @@ class FastGE(GraphMethod):
         self._stroke_keys: dict[int, bytes] = {}
 
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
-                        cancel: Callable[[], bool] | None = None) -> None:
+                        cancel: CancelToken) -> None:
         """Build the AMG hierarchy on ``L_D + L̃_ML + εD`` for the current strokes.
 
         Rebuilt on every edit: the preconditioner must see the must-link edges. Measured at
@@ -104,20 +96,11 @@ class FastGE(GraphMethod):
         """
         g = self.graph
         t = time.perf_counter()
-        self.amg = AMGPreconditioner(g.laplacian + ml_sparse + sp.diags(AMG_SHIFT * g.degrees),
-                                     theta=self.options["amg_theta"], cancel=cancel)
+        self.amg = amg_preconditioner(g.laplacian, g.degrees, must_link=ml_sparse,
+                                      theta=self.options["amg_theta"], cancel=cancel)
         timings["amg_setup"] = time.perf_counter() - t
 
     # -- the eigenproblem ------------------------------------------------------------------
-    def _n_vectors(self, k: int) -> int:
-        m = self.options["n_vectors"]
-        if m is None:
-            return k - 1
-        if not k - 1 <= m <= k:  # fewer than k − 1 vectors cannot separate k labels
-            raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
-                                    f"labels); got {m}")
-        return m
-
     def _initial_block(self, pencil: Pencil, cons: Constraints, m: int) -> tuple[np.ndarray, bool]:
         """Previous eigenvectors when available, completed by one preconditioned source per label.
 
@@ -140,61 +123,10 @@ class FastGE(GraphMethod):
                 return X0, True
         return self.amg(sources), False
 
-    def _solve(self, pencil: Pencil, cons: Constraints, X0: np.ndarray, m: int,
-               cancel) -> tuple:
-        o = self.options
-        if o["eigensolver"] == "scipy":
-            return self._solve_scipy(pencil, X0, m)
-        if o["eigensolver"] == "potentials" and m < cons.k:
-            # Measured, not the default: see segapp/subspace.py and benchmarks/solvers.py.
-            lam, X, diag, _ = potentials_eigenpairs(
-                pencil, self.amg, cons.sets, nev=m, maxiter=o["maxiter"],
-                eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel)
-            return lam, X, diag
-        lam, X, diag = lobpcg(pencil.A, pencil.B, X0, nev=m, M=self.amg, project=pencil.project,
-                              maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
-                              cancel=cancel,
-                              monitor=LabelSettling(pencil, cons.sets, o["label_tol"]))
-        return lam[:m], X[:, :m], diag
-
-    def _solve_scipy(self, pencil: Pencil, X0: np.ndarray, m: int) -> tuple:
-        """scipy's LOBPCG on the same pencil (for comparison; absolute residual tolerance)."""
-        from scipy.sparse.linalg import LinearOperator
-        from scipy.sparse.linalg import lobpcg as scipy_lobpcg
-        n = pencil.n
-        op = lambda f: LinearOperator((n, n), matvec=f, matmat=f, dtype=float)  # noqa: E731
-        X0 = pencil.project(X0)[:, :m]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            lam, X, hist = scipy_lobpcg(op(pencil.A), X0, B=op(pencil.B), M=op(self.amg),
-                                        Y=np.ones((n, 1)), tol=self.options["res_tol"],
-                                        maxiter=self.options["maxiter"], largest=False,
-                                        retResidualNormsHistory=True)
-        residuals = np.asarray(hist[-1])
-        converged = bool(np.max(residuals) <= self.options["res_tol"])
-        diag = SolverDiagnostics(iterations=len(hist) - 1, eigenvalues=lam,
-                                 residuals=residuals, converged=converged,
-                                 reason="scipy lobpcg (absolute residual tolerance)"
-                                 + ("" if converged else ", iteration cap"))
-        return lam, X, diag
-
     # -- one edit --------------------------------------------------------------------------
-    def update(self, scribbles: np.ndarray, *, cancel: Callable[[], bool] | None = None,
-               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
-        """Segment with the given strokes, warm-starting from the previous edit's vectors.
-
-        ``solve_options`` (solve-stage options of :data:`OPTIONS`) apply to this solve only.
-        """
-        self._use_solve_options(solve_options)
-        # One BLAS thread: the dense work here is tall-skinny (n × m with m ≤ 10), where a
-        # second OpenBLAS thread only adds synchronisation; measured at 250K px on 2 cores,
-        # 2.5 s with one thread vs 5.7 s with two while another process kept a core busy
-        # (and ~25% slower on an idle machine). Sparse products are single-threaded anyway.
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._update(scribbles, cancel, confidence)
-
-    def _update(self, scribbles: np.ndarray, cancel: Callable[[], bool] | None,
+    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
                 confidence: np.ndarray | None) -> Segmentation:
+        """Segment with the given strokes, warm-starting from the previous edit's vectors."""
         o = self.options
         g = self.graph
         timings: dict[str, float] = {}
@@ -206,11 +138,11 @@ class FastGE(GraphMethod):
 
         self._preconditioner(ml_sparse, timings, cancel)
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
-        m = self._n_vectors(cons.k)
+        m = n_vectors(o["n_vectors"], cons.k)
         while True:
             lam, X, diag, t_solve = self._eigenpairs(pencil, cons, m, cancel)
             timings["eigensolver"] = timings.get("eigensolver", 0.0) + t_solve
-            _check(cancel)
+            cancel.check()
             t = time.perf_counter()
             labels, V, agreement = partition(X, pencil, cons, k2_partition=o["k2_partition"],
                                              seed=o["seed"], cancel=cancel)
@@ -229,33 +161,21 @@ class FastGE(GraphMethod):
                             stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())))
 
     def _eigenpairs(self, pencil: Pencil, cons: Constraints, m: int,
-                    cancel: Callable[[], bool] | None) -> tuple:
+                    cancel: CancelToken) -> tuple:
         """The m smallest pairs of the pencil (warm-started), checked; and the seconds taken."""
         o = self.options
         t = time.perf_counter()
         X0, warm = self._initial_block(pencil, cons, m)
-        self.amg.cancel = cancel
-        try:
-            lam, X, diag = self._solve(pencil, cons, X0, m, cancel)
-        finally:
-            self.amg.cancel = None
+        lam, X, diag = eigenpairs(pencil, X0, self.amg, nev=m, solver=o["eigensolver"],
+                                  sets=cons.sets, maxiter=o["maxiter"], eig_tol=o["eig_tol"],
+                                  res_tol=o["res_tol"], cancel=cancel,
+                                  on_nonconvergence=o["on_nonconvergence"],
+                                  monitor=LabelSettling(pencil, cons.sets, o["label_tol"]),
+                                  advice="try a larger maxiter or a smaller constraint_weight")
         diag.warm_start = warm
-        diag.preconditioner_applications = self.amg.applications
-        if not diag.converged:
-            msg = (f"the eigensolver did not converge in {diag.iterations} iterations "
-                   f"(largest relative residual {np.max(diag.residuals):.1e}); "
-                   "try a larger maxiter or a smaller constraint_weight")
-            if o["on_nonconvergence"] == "raise":
-                raise SolverError(msg, diag)
-            warnings.warn(msg, RuntimeWarning, stacklevel=3)
         self._X = X
         self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
         return lam, X, diag, time.perf_counter() - t
-
-
-def _check(cancel: Callable[[], bool] | None) -> None:
-    if cancel is not None and cancel():
-        raise Cancelled("solve cancelled")
 
 
 def _key(S: np.ndarray) -> bytes:
@@ -264,7 +184,7 @@ def _key(S: np.ndarray) -> bytes:
 
 
 def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition: str = "sweep",
-              seed: int = 0, cancel: Callable[[], bool] | None = None
+              seed: int = 0, cancel: CancelToken | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
 

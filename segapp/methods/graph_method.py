@@ -1,25 +1,29 @@
 """Construction shared by the methods that work on a weighted graph (FAST-GE, normalized cut, CCSKL).
 
-An image becomes the pixel graph of :func:`segapp.graph.image_graph` (the options in
+An image becomes the pixel graph of :func:`segapp.graphs.image.image_graph` (the options in
 :data:`GRAPH_OPTIONS` shape it); any other data comes as a symmetric adjacency matrix
-(:func:`segapp.graph.graph_from_adjacency`). The graph is built once per data set; the method
+(:func:`segapp.graphs.weighted.graph_from_adjacency`). The graph is built once per data set; the method
 object then answers every edit of the strokes.
 """
 
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
+from ..cancel import CancelLike, CancelToken
 from ..errors import InvalidInputError
-from ..graph import (DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR, Graph,
-                     graph_from_adjacency, image_graph)
+from ..graphs import Graph, graph_from_adjacency, image_graph
+from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR
 from ..options import HasOptions, Option, resolve
+from ..result import Segmentation
 
-#: Options that shape the image graph (:func:`segapp.graph.image_graph`); every graph method
+#: Options that shape the image graph (:func:`segapp.graphs.image.image_graph`); every graph method
 #: has them. Bounds: radius ≤ 4 (48 neighbours). Larger radii cost memory (radius 100 took
 #: 1.1 GB on a 64×64 image) and, above 3, LOBPCG iterations: FAST-GE on the coffee sample
 #: (240K px) took 6.4 s / 15 iterations at 8-connectivity, 7.0 s / 9 at radius 3, 64 s / 145
@@ -44,13 +48,13 @@ GRAPH_OPTIONS: tuple[Option, ...] = (
 GRAPH_OPTION_NAMES = frozenset(o.name for o in GRAPH_OPTIONS)
 
 
-class GraphMethod(HasOptions):
+class GraphMethod(HasOptions, ABC):
     """Options, image graph / adjacency construction and set-up timings of a graph method.
 
     Subclasses set ``name``, ``description``, ``constrained``, ``options`` (the
     :class:`~segapp.options.Option` declarations, :data:`GRAPH_OPTIONS` first) and implement
-    ``update``, which starts with ``self._use_solve_options(solve_options)``
-    (:class:`~segapp.options.HasOptions`).
+    ``_update(scribbles, cancel, confidence)``, which :meth:`update` calls with the solve
+    options in effect, a :class:`~segapp.cancel.CancelToken` and one BLAS thread.
     """
 
     name: ClassVar[str] = ""
@@ -64,7 +68,7 @@ class GraphMethod(HasOptions):
 
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "GraphMethod":
-        """Build the image graph (graph options of :func:`segapp.graph.image_graph`), then the method."""
+        """Build the image graph (graph options of :func:`segapp.graphs.image.image_graph`), then the method."""
         resolve(cls.options, options, cls.name)  # every name and value checked before any work
         graph_opts = {k: options.pop(k) for k in GRAPH_OPTION_NAMES if k in options}
         t = time.perf_counter()
@@ -96,3 +100,39 @@ class GraphMethod(HasOptions):
         self.graph = graph
         self._set_options(resolve(self._own_options(), options, self.name))
         self.timings: dict[str, float] = {}
+
+    def update(self, scribbles: np.ndarray, *, cancel: CancelLike = None,
+               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
+        """Segment with the given strokes.
+
+        ``solve_options`` (solve-stage options of ``options``) apply to this solve only;
+        ``cancel`` (a callable returning True, an Event or a
+        :class:`~segapp.cancel.CancelToken`) stops the solve with
+        :class:`~segapp.errors.Cancelled`.
+        """
+        self._use_solve_options(solve_options)
+        # One BLAS thread: the dense work here is tall-skinny (n × m with m ≤ 20), where a
+        # second OpenBLAS thread only adds synchronisation; measured at 250K px on 2 cores,
+        # 2.5 s with one thread vs 5.7 s with two while another process kept a core busy
+        # (and ~25% slower on an idle machine). Sparse products are single-threaded anyway.
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._update(scribbles, CancelToken.of(cancel), confidence)
+
+    @abstractmethod
+    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
+                confidence: np.ndarray | None) -> Segmentation:
+        """One solve with the options in effect (see :meth:`update`)."""
+
+
+def n_vectors(requested: int | None, k: int) -> int:
+    """Eigenvectors for k labels: ``requested`` (the ``n_vectors`` option) or k − 1.
+
+    Fewer than k − 1 vectors cannot separate k labels, and more than k bring in the bulk of
+    the spectrum; anything else is an :class:`~segapp.errors.InvalidInputError`.
+    """
+    if requested is None:
+        return k - 1
+    if not k - 1 <= requested <= k:
+        raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
+                                f"labels); got {requested}")
+    return requested

@@ -11,29 +11,31 @@ overlap — the strokes name the clusters, they do not shape them.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
+from ..amg import AMGPreconditioner
+from ..cancel import CancelToken
 from ..constraints import stroke_sets
-from ..lobpcg import lobpcg
+from ..eigensolve import amg_preconditioner, eigenpairs, random_start
+from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, override, pick
 from ..partition import embed, kmeans, match_labels, stroke_agreement
 from ..pencil import Pencil
 from ..result import Segmentation
 from .fastge import OPTIONS as FASTGE_OPTIONS
-from .fastge import FastGE
-from .graph_method import GRAPH_OPTIONS
+from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
 #: Only what the baseline uses (no constraint or warm-start options). Its multigrid hierarchy
 #: is built once per graph (no strokes in it), so the AMG threshold is a set-up option here.
 OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + override(
-    pick(FASTGE_OPTIONS, "n_vectors", "amg_theta", "maxiter", "eig_tol", "res_tol", "seed"),
+    pick(FASTGE_OPTIONS, "n_vectors", "amg_theta", "maxiter", "eig_tol", "res_tol",
+         "on_nonconvergence", "seed"),
     amg_theta={"stage": "setup"}) + (KMEANS_RESTARTS,)
 
 
-class NCut(FastGE):
+class NCut(GraphMethod):
     """Normalized-cut spectral clustering on the image graph; strokes only name the clusters."""
 
     name = "ncut"
@@ -42,34 +44,37 @@ class NCut(FastGE):
     constrained = False
     options = OPTIONS
 
-    def _update(self, scribbles: np.ndarray, cancel: Callable[[], bool] | None,
+    def __init__(self, graph: Graph, **options: Any) -> None:
+        super().__init__(graph, **options)
+        self.amg: AMGPreconditioner | None = None   # no strokes in it: built on the first edit
+        self._X: np.ndarray | None = None           # the last eigenvectors, the next start
+
+    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
                 confidence: np.ndarray | None) -> Segmentation:
         g, o = self.graph, self.options
         label_ids, sets = stroke_sets(scribbles, g.n)
         k = len(label_ids)
         # k − 1 non-trivial vectors carry k clusters (the constant is projected out); a k-th
         # from the bulk of the spectrum scrambles the embedding (84.7% vs ≥ 98% on a test image).
-        m = k - 1 if o["n_vectors"] is None else self._n_vectors(k)
+        m = n_vectors(o["n_vectors"], k)
         t = time.perf_counter()
         pencil = Pencil(g.laplacian, g.degrees)
         rng = np.random.default_rng(o["seed"])
         timings: dict[str, float] = {}
         if self.amg is None:  # no strokes in the graph: one hierarchy serves every edit
-            self._preconditioner(sp.csr_matrix((g.n, g.n)), timings, cancel)
+            self.amg = amg_preconditioner(g.laplacian, g.degrees, theta=o["amg_theta"],
+                                          cancel=cancel)
+            timings["amg_setup"] = time.perf_counter() - t
         X0 = self._X if (self._X is not None and self._X.shape[1] == m) else \
-            self.amg(rng.standard_normal((g.n, m)))
-        self.amg.cancel = cancel
-        try:
-            lam, X, diag = lobpcg(pencil.A, pencil.B, X0, M=self.amg, project=pencil.project,
-                                  maxiter=o["maxiter"], eig_tol=o["eig_tol"],
-                                  res_tol=o["res_tol"], cancel=cancel)
-        finally:
-            self.amg.cancel = None
+            random_start(self.amg, g.n, m, rng)
+        lam, X, diag = eigenpairs(pencil, X0, self.amg, maxiter=o["maxiter"],
+                                  eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel,
+                                  on_nonconvergence=o["on_nonconvergence"])
         self._X = X
         timings["eigensolver"] = time.perf_counter() - t
         t = time.perf_counter()
         U, _, V = embed(X, pencil)
-        codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng)
+        codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng, cancel=cancel)
         labels = match_labels(codes, sets, label_ids, k)
         timings["partition"] = time.perf_counter() - t
         # Unconstrained by design: painted pixels are not set to their label, but the result

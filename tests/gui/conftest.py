@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +36,7 @@ def pytest_collection_modifyitems(config, items):
 from PySide6.QtCore import QCoreApplication, QPoint, QSettings, Qt  # noqa: E402
 
 from segapp.gui.files import EXPORT_KINDS  # noqa: E402
+from xvfb import running_xvfb  # noqa: E402  (tests/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[2]
 H, W = 90, 120
@@ -210,48 +210,18 @@ def export(qtbot, win, base, kinds=None):
 
 @pytest.fixture
 def xvfb_display():
-    """Start Xvfb on a free display; skip (with the reason) only if that is impossible."""
-    exe = shutil.which("Xvfb")
-    if exe is None:
-        pytest.skip("Xvfb is not installed (apt-get install $(cat .ci/apt-packages.txt))")
-    # -displayfd: Xvfb picks a free display number and writes it to the pipe when ready.
-    r, w = os.pipe()
-    proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "1280x1024x24",
-                             "-nolisten", "tcp"], pass_fds=(w,), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    os.close(w)
-    number = b""
-    try:
-        with os.fdopen(r, "rb") as fh:
-            number = fh.readline().strip()
-    except OSError:
-        pass
-    if not number:
-        err = proc.stderr.read().decode(errors="replace")[-500:] if proc.poll() is not None else ""
-        proc.kill()
-        proc.wait()
-        pytest.skip(f"Xvfb could not be started: {err or 'no display number reported'}")
-    display = f":{number.decode()}"
-    # Qt's own check on that display, in a child: a missing library is a skip with its reason
-    # (the one line segapp prints), never Qt's abort.
-    check = subprocess.run(
-        [sys.executable, "-c", "from segapp.gui.preflight import problem; print(problem() or '')"],
-        env={**os.environ, "QT_QPA_PLATFORM": "xcb", "DISPLAY": display,
-             "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
-        capture_output=True, text=True, timeout=120)
-    why = check.stdout.strip() or (check.stderr.strip().splitlines() or [""])[-1]
-    if why:
-        proc.kill()
-        proc.wait()
-        pytest.skip(f"Qt cannot run on Xvfb here: {why}")
-    try:
+    """A fresh Xvfb display on which Qt can run; skip (with the reason) only if that is
+    impossible."""
+    with running_xvfb(reuse_display=False) as display:
+        # Qt's own check on that display, in a child: a missing library is a skip with its
+        # reason (the one line segapp prints), never Qt's abort.
+        check = subprocess.run(
+            [sys.executable, "-c",
+             "from segapp.gui.preflight import problem; print(problem() or '')"],
+            env={**os.environ, "QT_QPA_PLATFORM": "xcb", "DISPLAY": display,
+                 "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+            capture_output=True, text=True, timeout=120)
+        why = check.stdout.strip() or (check.stderr.strip().splitlines() or [""])[-1]
+        if why:
+            pytest.skip(f"Qt cannot run on Xvfb here: {why}")
         yield display
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-

@@ -1,14 +1,10 @@
-"""Weighted graphs and their Laplacians; the pixel-grid affinity graph of an image.
-
-The solver only ever sees a symmetric sparse adjacency matrix ``W`` (zero diagonal,
-non-negative weights), so any weighted graph works: the image builder here is one source,
-k-nearest-neighbour point clouds (``benchmarks/synthetic.py``) are another.
+r"""The pixel-grid affinity graph of an image: neighbourhood, σ rule, total-variation pre-filter.
 
 Image graph
 -----------
 Pixels ``i`` and ``j`` whose grid offset lies within the chosen neighbourhood are joined by
 
-.. math:: w_{ij} = \\max\\bigl(\\exp(-\\lVert f_i - f_j \\rVert^2 / 2\\sigma^2),\\ w_{\\min}\\bigr)
+.. math:: w_{ij} = \max\bigl(\exp(-\lVert f_i - f_j \rVert^2 / 2\sigma^2),\ w_{\min}\bigr)
 
 where ``f`` is the pixel's colour (RGB in [0, 1]) or grey value — the RBF affinity of
 FAST-GE §7.3 (which uses grey values). The floor ``w_min`` keeps the graph connected, so the
@@ -89,13 +85,12 @@ graph of the raw colours.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import scipy.sparse as sp
 from scipy import ndimage as ndi
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
+from .weighted import Graph
 
 #: Default multiplier of the mean neighbour feature distance (see the σ rule above).
 DEFAULT_SIGMA_SCALE = 0.4
@@ -115,76 +110,6 @@ TV_ITERATIONS = 200
 
 #: Affinity floor relative to the largest possible affinity (1): keeps the graph connected.
 MIN_WEIGHT = 1e-4
-
-
-def laplacian(W: sp.spmatrix) -> sp.csr_matrix:
-    """Combinatorial Laplacian ``L = D - W`` of a symmetric adjacency matrix.
-
-    Row sums are zero and ``xᵀLx = Σ_{i<j} w_ij (x_i − x_j)²`` (FAST-GE eq. 2 counts each
-    edge once per ordered pair; we count each undirected edge once).
-    """
-    W = sp.csr_matrix(W)
-    d = np.asarray(W.sum(axis=1)).ravel()
-    return (sp.diags(d) - W).tocsr()
-
-
-@dataclass
-class Graph:
-    """The data graph G_D as the solver sees it: Laplacian, degrees, and the shape of the data.
-
-    Attributes
-    ----------
-    laplacian : scipy.sparse.csr_matrix
-        ``L_D = D − W``, n × n; for images n = H·W, pixels in row-major order.
-    degrees : ndarray, shape (n,)
-        ``d_i = Σ_j w_ij``.
-    shape : tuple of int
-        ``(H, W)`` for an image, ``(n,)`` for any other graph; labels and eigenvectors of a
-        result come back in this shape.
-    sigma : float
-        The RBF width used (NaN for a graph given as an adjacency matrix).
-    offsets : list of (dy, dx)
-        The half-neighbourhood of grid offsets that define an image graph's edges.
-    """
-
-    laplacian: sp.csr_matrix
-    degrees: np.ndarray
-    shape: tuple[int, ...]
-    sigma: float = float("nan")
-    offsets: list[tuple[int, int]] = field(default_factory=list)
-
-    @property
-    def n(self) -> int:
-        return int(self.degrees.shape[0])
-
-
-#: Historical name: an image graph is a :class:`Graph` with a 2-D shape.
-ImageGraph = Graph
-
-
-def graph_from_adjacency(W: sp.spmatrix | np.ndarray) -> Graph:
-    """Wrap any symmetric, non-negative adjacency matrix (k-NN graphs, point clouds, meshes).
-
-    Raises
-    ------
-    InvalidInputError
-        If ``W`` is not square and symmetric with finite non-negative weights, or a vertex
-        has no edge (degree 0: the merge weights of §4.7 divide by ``d_min``).
-    """
-    W = sp.csr_matrix(W, dtype=np.float64)
-    if W.shape[0] != W.shape[1] or W.shape[0] < 2:
-        raise InvalidInputError(f"adjacency must be square with n ≥ 2; got shape {W.shape}")
-    W.setdiag(0)
-    W.eliminate_zeros()
-    if W.nnz and (not np.all(np.isfinite(W.data)) or W.data.min() < 0):
-        raise InvalidInputError("adjacency weights must be finite and non-negative")
-    if abs(W - W.T).max() > 1e-10 * max(abs(W).max(), 1e-300):
-        raise InvalidInputError("adjacency matrix must be symmetric")
-    L = laplacian(W)
-    d = L.diagonal().copy()
-    if d.min() <= 0:
-        raise InvalidInputError(f"{int(np.sum(d <= 0))} vertices have no edges (degree 0)")
-    return Graph(L, d, (W.shape[0],))
 
 
 def grid_offsets(connectivity: int = 4, radius: float | None = None) -> list[tuple[int, int]]:

@@ -1,0 +1,72 @@
+"""Cancellation of long computations: one token that every loop of a solve polls.
+
+Callers ask for cancellation the way they already can: a callable returning True
+(``Session.update(..., cancel=event.is_set)``), an object with ``is_set()`` (a
+:class:`threading.Event`), a :class:`CancelToken`, or None. :meth:`CancelToken.of` turns any
+of them into a token; :meth:`CancelToken.check` raises :class:`~segapp.errors.Cancelled`
+when cancellation was requested. A token is itself such a callable, so code written for the
+callable form accepts it unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Union
+
+from .errors import Cancelled, InvalidInputError
+
+#: What ``cancel=`` accepts throughout segapp.
+CancelLike = Union["CancelToken", Callable[[], bool], Any, None]
+
+
+class CancelToken:
+    """Polled cancellation request.
+
+    Parameters
+    ----------
+    requested : callable, optional
+        Returns True once the computation should stop; None never cancels.
+    """
+
+    __slots__ = ("_requested",)
+
+    def __init__(self, requested: Callable[[], bool] | None = None) -> None:
+        self._requested = requested
+
+    @classmethod
+    def of(cls, cancel: CancelLike) -> "CancelToken":
+        """The token for what a caller passed as ``cancel`` (see the module docstring)."""
+        if isinstance(cancel, CancelToken):
+            return cancel
+        if cancel is None:
+            return NEVER
+        is_set = getattr(cancel, "is_set", None)
+        if callable(is_set):          # threading.Event and alike
+            return cls(is_set)
+        if callable(cancel):
+            return cls(cancel)
+        raise InvalidInputError(f"cancel must be a callable returning bool, an Event or None; "
+                                f"got {type(cancel).__name__}")
+
+    def requested(self) -> bool:
+        """True if the caller asked to stop."""
+        return self._requested is not None and bool(self._requested())
+
+    __call__ = requested
+
+    def check(self) -> None:
+        """Raise :class:`~segapp.errors.Cancelled` if cancellation was requested."""
+        if self._requested is not None and self._requested():
+            raise Cancelled("solve cancelled")
+
+    def __repr__(self) -> str:
+        return "CancelToken(never)" if self._requested is None else \
+            f"CancelToken({self._requested!r})"
+
+
+#: The token that never cancels.
+NEVER = CancelToken()
+
+
+def check(cancel: CancelLike) -> None:
+    """``CancelToken.of(cancel).check()``: for code that receives the caller's ``cancel``."""
+    CancelToken.of(cancel).check()

@@ -1,0 +1,29 @@
+"""Reading images and scribble maps, writing files atomically (numpy + Pillow only, no Qt).
+
+Every problem with an input file is reported as :class:`segapp.errors.InvalidInputError`
+whose one-line message names the file and the reason; Pillow's own exception types never
+escape. Problems with an output location (missing directory, no permission, disk full) are
+reported as the matching :class:`OSError` subclass, again with a one-line message.
+:mod:`.images` reads images, :mod:`.scribbles` scribble files, both through :mod:`.opening`;
+:mod:`.atomic` writes.
+"""
+
+from .atomic import (check_writable, save_labels, write_bytes_atomic, write_png_atomic,
+                     write_pngs_atomic, write_text_atomic)
+from .images import read_image
+from .opening import DEFAULT_PIXEL_LIMIT, check_pixel_limit
+from .scribbles import MAX_LABEL, read_scribbles
+
+__all__ = [
+    "MAX_LABEL",
+    "DEFAULT_PIXEL_LIMIT",
+    "check_pixel_limit",
+    "read_image",
+    "read_scribbles",
+    "write_png_atomic",
+    "write_pngs_atomic",
+    "write_bytes_atomic",
+    "write_text_atomic",
+    "check_writable",
+    "save_labels",
+]

@@ -1,0 +1,71 @@
+"""Synthetic data sets that several test modules share (so no test module imports another)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+def blobs(seed: int = 0, n_per: int = 300, k: int = 4, labelled: int = 5):
+    """k Gaussian blobs (unit spread, centres 8 apart) and a few labelled points per blob."""
+    rng = np.random.default_rng(seed)
+    centres = 8.0 * np.array([[0, 0], [1, 0], [0, 1], [1, 1], [2, 0], [2, 1]])[:k]
+    X = np.concatenate([rng.normal(c, 1.0, (n_per, 2)) for c in centres])
+    truth = np.repeat(np.arange(1, k + 1), n_per)
+    lab = np.zeros(len(X), np.int64)
+    for a in range(1, k + 1):
+        lab[rng.choice(np.flatnonzero(truth == a), labelled, replace=False)] = a
+    return X, truth, lab
+
+
+def noisy_image(seed: int = 0, shape: tuple[int, int] = (48, 64)):
+    """Three regions (left, right, a disc on the left) in distinct colours plus noise."""
+    H, W = shape
+    rng = np.random.default_rng(seed)
+    truth = np.ones(shape, np.int64)
+    truth[:, W // 2:] = 2
+    yy, xx = np.ogrid[:H, :W]
+    truth[(yy - H / 2) ** 2 + (xx - W / 4) ** 2 < (H / 5) ** 2] = 3
+    colours = np.array([[0, 0, 0], [0.75, 0.25, 0.2], [0.25, 0.65, 0.35], [0.2, 0.3, 0.8]])
+    img = np.clip(colours[truth] + rng.normal(0, 0.08, (H, W, 3)), 0, 1).astype(np.float32)
+    s = np.zeros(shape, np.int64)
+    s[6, 4:20] = 1
+    s[40, 4:20] = 1
+    s[H // 2 - 8: H // 2 + 8, 3 * W // 4] = 2
+    s[H // 2, W // 4 - 4: W // 4 + 5] = 3
+    return img, truth, s
+
+
+def _scene(rng: np.random.Generator, k: int, h: int = 60, w: int = 90):
+    """Vertical bands of distinct colours with noise, and their label map."""
+    gt = np.minimum(np.arange(w)[None, :] * k // w, k - 1).repeat(h, axis=0).astype(np.uint8)
+    colours = rng.uniform(0, 1, (k, 3))
+    img = colours[gt] + rng.normal(0, 0.03, (h, w, 3))
+    return (np.clip(img, 0, 1) * 255).astype(np.uint8), gt
+
+
+def make_data(root: Path) -> Path:
+    rng = np.random.default_rng(0)
+    bsds, grab = root / "bsds-dev", root / "grabcut-dev"
+    for d in (bsds / "images", bsds / "gt", grab / "images", grab / "masks"):
+        d.mkdir(parents=True)
+    index = []
+    for i, k in enumerate((2, 3)):
+        img, gt = _scene(rng, k)
+        Image.fromarray(img).save(bsds / "images" / f"s{i}.png")
+        Image.fromarray(gt).save(bsds / "gt" / f"s{i}.png")
+        index.append(dict(id=f"s{i}", k=k, image=f"images/s{i}.png", gt=f"gt/s{i}.png"))
+    (bsds / "index.json").write_text(json.dumps(index))
+    index = []
+    for i in range(2):
+        img, gt = _scene(rng, 2)
+        mask = gt.copy()
+        mask[:, 44:46] = 255            # void band at the boundary
+        Image.fromarray(img).save(grab / "images" / f"g{i}.bmp")
+        Image.fromarray(mask).save(grab / "masks" / f"g{i}.png")
+        index.append(dict(id=f"g{i}", image=f"images/g{i}.bmp", mask=f"masks/g{i}.png"))
+    (grab / "index.json").write_text(json.dumps(index))
+    return root

@@ -1,0 +1,82 @@
+"""segapp.cancel: what ``cancel=`` accepts, and that every method stops on it."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import segapp
+from segapp.cancel import NEVER, CancelToken, check
+from segapp.errors import Cancelled, InvalidInputError
+from segapp.methods import REGISTRY
+
+
+def _event(is_set: bool) -> threading.Event:
+    e = threading.Event()
+    if is_set:
+        e.set()
+    return e
+
+
+@pytest.mark.parametrize("cancel, stops", [
+    (None, False),
+    (lambda: False, False),
+    (lambda: True, True),
+    (lambda: 1, True),                       # truthy, as `if cancel():` treated it
+    (_event(False), False),
+    (_event(True), True),
+    (_event(True).is_set, True),             # the bound method the app passes
+    (CancelToken(lambda: True), True),
+    (NEVER, False),
+])
+def test_token_of_what_callers_pass(cancel, stops):
+    token = CancelToken.of(cancel)
+    assert token.requested() is stops and token() is stops
+    if stops:
+        with pytest.raises(Cancelled):
+            token.check()
+        with pytest.raises(Cancelled):
+            check(cancel)
+    else:
+        token.check()
+        check(cancel)
+
+
+def test_a_token_is_passed_through_and_follows_its_event():
+    e = threading.Event()
+    token = CancelToken.of(e)
+    assert CancelToken.of(token) is token
+    token.check()
+    e.set()
+    with pytest.raises(Cancelled):
+        token.check()
+
+
+@pytest.mark.parametrize("bad", [5, "yes", 1.0, object()])
+def test_anything_else_is_an_input_error(bad):
+    with pytest.raises(InvalidInputError, match="cancel"):
+        CancelToken.of(bad)
+
+
+def _scene():
+    rng = np.random.default_rng(3)
+    img = np.zeros((24, 30, 3), np.float32)
+    img[:, 15:] = (0.8, 0.3, 0.2)
+    img = np.clip(img + rng.normal(0, 0.05, img.shape), 0, 1).astype(np.float32)
+    s = np.zeros((24, 30), int)
+    s[5, 2:8], s[18, 20:27] = 1, 2
+    return img, s
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_method_stops_on_a_set_event_and_recovers(name):
+    img, s = _scene()
+    session = segapp.Session(img, method=name)
+    with pytest.raises(Cancelled):
+        session.update(s, cancel=_event(True))
+    calls = []
+    result = session.update(s, cancel=lambda: calls.append(1) and False)
+    assert calls, "the solve never polled cancel"
+    assert set(np.unique(result.labels)) <= {1, 2}
