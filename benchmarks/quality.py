@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import sys
 import time
 from contextlib import nullcontext

@@ -1,114 +1,46 @@
-"""Landmark (sparse-coding) graphs: the shared machinery of the landmark methods.
+"""What the landmark methods share: options, strokes, the sampled partition, the method shells.
 
 Used by :mod:`segapp.methods.landmark_fastge` (Liu et al. 2017, §3), :mod:`segapp.methods.ensemble`
-(same paper, §4) and :mod:`segapp.methods.scacs` (Li et al. 2015, Algorithm 1). Both papers build
-the graph of Chen & Cai (AAAI 2011) — SCACS §2.2, Liu et al. §2.2 — and so does this module.
-
-Features
---------
-Every data point is a feature vector ``x_i ∈ R^f``. For :meth:`from_data` they are given. For an
-image, pixel ``i`` at row ``y``, column ``x`` with colour ``c_i`` (RGB or grey in [0, 1]) gets
-
-.. math:: x_i = \\Bigl(\\frac{c_i}{s_c},\\; \\omega\\,\\frac{(y, x)}{s_p}\\Bigr),
-
-where ``s_c`` is the RMS deviation of the colours from their mean (summed over channels) and
-``s_p`` that of the pixel positions (both axes together), and ω = ``spatial_weight``. Each group
-then has unit total variance, so ω is the ratio of spatial to colour spread, independent of the
-image's size, contrast and channel count: the same photograph at 250K and at 12M pixels gives the
-same features up to sampling. ``s_c`` is measured on a regular sub-grid of at most 2^20 pixels
-(deterministic). A flat image (``s_c = 0``) uses ``s_c = 1``.
-
-Features are produced in chunks of :data:`CHUNK` rows and never stored for all n points.
-
-Landmarks
----------
-``p`` landmarks ``u_1 … u_p`` (the "base vectors" ``U`` of SCACS eq. (2)):
-
-- ``"random"``: p points drawn at random (the papers' choice: Chen & Cai; SCACS Algorithm 1,
-  step 2; Liu et al. §2.2);
-- ``"kmeans"``: the centres of a k-means (k-means++ start, 10 Lloyd iterations) of a random
-  sample of ``landmark_sample`` points — Chen & Cai's better-quality alternative; on images it
-  places landmarks in small regions that a uniform sample misses.
-
-Duplicate landmarks (identical feature vectors, common in flat image areas) are removed, and
-so is any landmark that ends up with no weight (column sum 0), so ``p`` may shrink.
-
-Sparse coding (Nadaraya–Watson)
--------------------------------
-SCACS eq. (3) / Liu et al. eq. (4): with ``rNB(i)`` the ``r`` landmarks nearest to ``x_i``
-(:class:`scipy.spatial.cKDTree`, all cores),
-
-.. math:: Z_{ij} = \\frac{K_σ(x_i, u_j)}{\\sum_{j' ∈ rNB(i)} K_σ(x_i, u_{j'})}, \\quad j ∈ rNB(i),
-   \\qquad K_σ(x, u) = \\exp(-\\lVert x - u\\rVert^2 / 2σ^2),
-
-zero otherwise. Here ``Z`` is stored **n × p** (the papers write it p × n; every formula below is
-the transpose of theirs) as an ``(n, r)`` int32 index array and an ``(n, r)`` float64 weight
-array, 12·r bytes per point; rows sum to 1 (float64, not float32: the identity ``W 1 = 1`` below
-must hold to ~1e-16, since float32 rounding of the weights perturbs the Laplacian by ~1e-7,
-more than the smallest eigenvalues of well-separated data). The kernel is evaluated as ``exp(-(d² - d_1²) / 2σ²)`` (``d_1`` the
-nearest distance; the factor cancels in the normalisation) so it cannot underflow to 0/0.
-
-Bandwidth ``σ = sigma_scale · σ_0`` unless ``sigma`` is given, with ``σ_0`` by ``sigma_rule``:
-``"knn"`` the mean distance of the points to their r nearest landmarks (Chen & Cai), ``"all"``
-the mean distance between points and landmarks (SCACS §5.2: "the average Euclidean distance
-between all instances and base vectors"), estimated on ≤ 2000 evenly spaced points.
-
-The landmark graph
-------------------
-``D = diag(1ᵀZ)`` (p × p, the landmarks' column sums), ``Ẑ = Z D^{-1/2}`` and the graph on the n
-points is ``W = Ẑ Ẑᵀ`` (n × n, never formed). Its degrees are all exactly one:
-``W 1 = Ẑ Ẑᵀ 1 = Z D^{-1/2} D^{1/2} 1 = Z 1 = 1``, so ``W`` is "automatically normalised"
-(Chen & Cai; SCACS §2.2), ``L = I − ẐẐᵀ`` is both its combinatorial and its normalised
-Laplacian, and the constant vector is in the range of ``Ẑ``: ``1 = Ẑ c`` with ``c = D^{1/2}1``.
-
-Every method here restricts the n-dimensional unknowns to ``x = Ẑ y``, ``y ∈ R^p`` (SCACS §3.1,
-Liu et al. §3.1). :class:`LandmarkBasis` makes that subspace orthonormal once per data set:
-with ``Ŝ = ẐᵀẐ = V Λ Vᵀ`` (p × p; eigenvalues below ``1e-9·max`` dropped: directions of ``y``
-that ``Ẑ`` maps to ~0) and ``T = V Λ^{-1/2}``, the n × p' matrix ``Φ = Ẑ T`` has orthonormal
-columns spanning range(Ẑ), and in the coordinates ``x = Φ z``
-
-.. math:: Φᵀ L Φ = I − Λ, \\qquad Φᵀ Φ = I, \\qquad Φᵀ 1 = e := Tᵀ c, \\quad \\lVert e\\rVert^2 = n,
-
-i.e. the landmark graph is *diagonal* there. Quantities on a set ``S`` of points with weights
-``u`` (stroke pixels) are ``Φᵀ diag(u) Φ = Tᵀ (Σ_{i∈S} u_i ẑ_i ẑ_iᵀ) T`` and ``Φᵀu = Tᵀ Σ u_i ẑ_i``
-(``ẑ_i`` row i of ``Ẑ``), accumulated in O(|S|·r²) from the stroke rows alone. ``Ŝ`` itself is
-accumulated in float64 from the (n, r) arrays by ``np.bincount`` over the r(r+1)/2 landmark pairs
-of each row: O(n·r²) time, O(p²) extra memory. Nothing n × n, and nothing n × p dense, is formed.
+(same paper, §4), :mod:`segapp.methods.scacs` (Li et al. 2015, Algorithm 1) and
+:mod:`segapp.methods.scpc`. The feature vectors are in :mod:`segapp.features`, the landmark
+graph (landmarks, sparse coding, the orthonormal basis, painted pixels as landmarks) in
+:mod:`segapp.graphs.landmark`; their names are re-exported here.
 
 Partition
 ---------
 :func:`partition` maps landmark coefficients ``Y`` (p × m) to the embedding ``X = Ẑ Y`` (n × m),
-normalises its rows (FAST-GE Fig. 2 steps 8–10; SCACS step 12), runs k-means (restarts and a
-stroke-seeded start, :func:`segapp.partition.kmeans`) on a random sample of ``kmeans_sample``
-embedded rows, and then assigns every row to its nearest centre in chunks — the random-sampling
-k-means of Liu et al. §3.1 — and matches clusters to the user's labels (Hungarian,
-:func:`segapp.partition.match_labels`).
+normalises its rows (FAST-GE Fig. 2 steps 8–10; SCACS step 12), runs the k-means anchored to
+the strokes (:func:`segapp.partition.anchored_kmeans`) on a random sample of ``kmeans_sample``
+embedded rows plus the stroke rows, and then assigns every row to its nearest prototype in
+chunks — the random-sampling k-means of Liu et al. §3.1.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
-import scipy.linalg as sla
 from scipy.cluster.vq import vq
-from scipy.spatial import cKDTree
 from threadpoolctl import threadpool_limits
 
 from .constraints import stroke_sets
-from .errors import Cancelled, InvalidInputError
+from .errors import InvalidInputError
+from .features import CHUNK, ArrayFeatures, Features, ImageFeatures
+from .graphs.landmark import (RANK_TOL, Cancel, LandmarkBasis, SparseCode, StrokeRecoding,
+                              add_stroke_landmarks, check_cancel, pick_stroke_pixels,
+                              select_landmarks, sparse_code)
 from .options import SEED, HasOptions, Option, resolve
 from .partition import STROKE_AGREEMENT, anchored_kmeans, clamp_strokes
 from .result import Segmentation
 
-#: Rows processed at a time by every pass over the n points (features, coding, embedding).
-CHUNK = 1 << 19
-
-#: Relative threshold below which eigenvalues of Ŝ = ẐᵀẐ are treated as zero.
-RANK_TOL = 1e-9
+__all__ = ["CHUNK", "RANK_TOL", "LANDMARK_OPTIONS", "Cancel", "check_cancel", "Features",
+           "ArrayFeatures", "ImageFeatures", "select_landmarks", "SparseCode", "sparse_code",
+           "pick_stroke_pixels", "add_stroke_landmarks", "LandmarkBasis", "StrokeSets",
+           "read_strokes", "partition", "LandmarkDiagnostics", "FeatureMethod", "LandmarkMethod"]
 
 #: Options shared by the landmark methods. Bounds: the p × p eigenproblems cost O(p³) time
 #: and 8p² bytes per matrix (5000 landmarks: 200 MB, tens of seconds); coding on r nearest
@@ -130,317 +62,12 @@ LANDMARK_OPTIONS: tuple[Option, ...] = (
            low=0.01, high=100.0),
     Option("spatial_weight", float, 0.25, "weight of pixel position against colour in an "
            "image's features", "setup", low=0.0, high=100.0),
+    Option("stroke_landmarks", int, 100, "painted pixels added to the landmarks (0: the "
+           "papers' landmarks alone)", "solve", low=0, high=5000),
     Option("kmeans_sample", int, 20_000, "rows k-means runs on (every other row goes to the "
            "nearest centre)", "solve", low=2, high=1_000_000),
     replace(SEED, stage="setup", help="random seed (landmarks, k-means starts)"),
 )
-
-Cancel = Callable[[], bool] | None
-
-
-def check_cancel(cancel: Cancel) -> None:
-    if cancel is not None and cancel():
-        raise Cancelled("solve cancelled")
-
-
-# -- features -------------------------------------------------------------------------------
-class Features(ABC):
-    """n feature vectors, produced on demand by row index or in chunks."""
-
-    n: int
-    dim: int
-
-    @abstractmethod
-    def rows(self, index: np.ndarray) -> np.ndarray:
-        """The feature vectors of the given points, (len(index), dim) float64."""
-
-    def chunk(self, lo: int, hi: int) -> np.ndarray:
-        return self.rows(np.arange(lo, hi))
-
-
-class ArrayFeatures(Features):
-    """Features given as an (n, f) array (used as they are: scale them yourself)."""
-
-    def __init__(self, X: np.ndarray) -> None:
-        X = np.asarray(X)
-        if X.ndim == 1:
-            X = X[:, None]
-        if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
-            raise InvalidInputError(f"features must be an (n, f) array with n ≥ 2; got {X.shape}")
-        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
-            raise InvalidInputError(f"features must be numeric, got dtype {X.dtype}")
-        if not np.all(np.isfinite(X)):
-            raise InvalidInputError("features contain NaN or infinite values")
-        self.X = X
-        self.n, self.dim = X.shape
-
-    def rows(self, index: np.ndarray) -> np.ndarray:
-        return np.asarray(self.X[index], dtype=np.float64)
-
-    def chunk(self, lo: int, hi: int) -> np.ndarray:
-        return np.asarray(self.X[lo:hi], dtype=np.float64)
-
-
-class ImageFeatures(Features):
-    """Colour + scaled position of every pixel of an (H, W) or (H, W, 3) image (module notes)."""
-
-    def __init__(self, image: np.ndarray, spatial_weight: float = 0.25) -> None:
-        img = np.asarray(image, dtype=np.float32)
-        if img.ndim == 2:
-            img = img[:, :, None]
-        self.image = img
-        self.H, self.W, self.channels = img.shape
-        self.n = self.H * self.W
-        self.dim = self.channels + 2
-        step = max(1, int(np.ceil(np.sqrt(self.n / float(1 << 20)))))
-        sub = img[::step, ::step].reshape(-1, self.channels).astype(np.float64)
-        s_c = float(np.sqrt(sub.var(axis=0).sum()))
-        self.color_scale = 1.0 / s_c if s_c > 1e-12 else 1.0
-        # RMS deviation of a uniform position on 0..N-1 is sqrt((N² − 1)/12), per axis.
-        s_p = float(np.sqrt((self.H ** 2 - 1) / 12.0 + (self.W ** 2 - 1) / 12.0))
-        self.position_scale = float(spatial_weight) / s_p
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.H, self.W
-
-    def rows(self, index: np.ndarray) -> np.ndarray:
-        index = np.asarray(index, dtype=np.int64)
-        out = np.empty((index.size, self.dim))
-        y, x = np.divmod(index, self.W)
-        out[:, : self.channels] = self.image.reshape(-1, self.channels)[index]
-        out[:, : self.channels] *= self.color_scale
-        out[:, self.channels] = y * self.position_scale
-        out[:, self.channels + 1] = x * self.position_scale
-        return out
-
-
-# -- landmarks ------------------------------------------------------------------------------
-def _kmeanspp(X: np.ndarray, p: int, rng: np.random.Generator) -> np.ndarray:
-    """k-means++ seeding in O(n·p) (one distance update per new centre)."""
-    n = X.shape[0]
-    centres = np.empty((p, X.shape[1]))
-    centres[0] = X[rng.integers(n)]
-    d2 = ((X - centres[0]) ** 2).sum(1)
-    for j in range(1, p):
-        total = d2.sum()
-        i = rng.integers(n) if total <= 0 else int(np.searchsorted(np.cumsum(d2), rng.random() * total))
-        centres[j] = X[min(i, n - 1)]
-        np.minimum(d2, ((X - centres[j]) ** 2).sum(1), out=d2)
-    return centres
-
-
-def _lloyd(X: np.ndarray, centres: np.ndarray, iterations: int, cancel: Cancel) -> np.ndarray:
-    """Lloyd iterations with k-d tree assignment; returns the non-empty centres."""
-    p = centres.shape[0]
-    counts = np.ones(p)
-    for _ in range(iterations):
-        check_cancel(cancel)
-        _, lab = cKDTree(centres).query(X, k=1, workers=-1)
-        counts = np.bincount(lab, minlength=p).astype(float)
-        sums = np.stack([np.bincount(lab, weights=X[:, j], minlength=p)
-                         for j in range(X.shape[1])], axis=1)
-        nonempty = counts > 0
-        centres[nonempty] = sums[nonempty] / counts[nonempty, None]
-    return centres[counts > 0]
-
-
-def select_landmarks(features: Features, p: int, *, method: str = "kmeans", sample: int = 50_000,
-                     rng: np.random.Generator, cancel: Cancel = None) -> np.ndarray:
-    """``p`` landmarks (rows, duplicates removed) by random sampling or k-means of a sample."""
-    n = features.n
-    if method == "random" or n <= p:
-        idx = np.sort(rng.choice(n, size=min(p, n), replace=False))
-        L = features.rows(idx)
-    else:
-        idx = np.sort(rng.choice(n, size=min(n, max(sample, p)), replace=False))
-        X = features.rows(idx)
-        L = _lloyd(X, _kmeanspp(X, p, rng), 10, cancel)
-    return np.unique(L, axis=0)
-
-
-# -- sparse coding --------------------------------------------------------------------------
-@dataclass
-class SparseCode:
-    """``Z`` (n × p, r non-zeros per row) and the landmark column sums ``D``; see module notes."""
-
-    idx: np.ndarray       # (n, r) int32 landmark indices
-    w: np.ndarray         # (n, r) float64 Nadaraya–Watson weights, rows sum to 1
-    colsum: np.ndarray    # (p,) float64, D = diag(colsum)
-    landmarks: np.ndarray  # (p, f)
-    sigma: float
-
-    @property
-    def n(self) -> int:
-        return self.idx.shape[0]
-
-    @property
-    def p(self) -> int:
-        return self.colsum.shape[0]
-
-    @property
-    def r(self) -> int:
-        return self.idx.shape[1]
-
-    @property
-    def dscale(self) -> np.ndarray:
-        """``D^{-1/2}`` as a vector (Ẑ = Z D^{-1/2})."""
-        return 1.0 / np.sqrt(self.colsum)
-
-    def _pair_sums(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``Σ_i w_i w_iᵀ`` over the given rows as a dense p × p (of Z, not Ẑ)."""
-        p, r = self.p, self.r
-        acc_diag = np.zeros(p * p)
-        acc_off = np.zeros(p * p)
-        for a in range(r):
-            ia = idx[:, a].astype(np.int64) * p
-            wa = w[:, a]
-            for b in range(a, r):
-                vals = wa * w[:, b]
-                key = ia + idx[:, b]
-                if a == b:
-                    acc_diag += np.bincount(key, weights=vals, minlength=p * p)
-                else:
-                    acc_off += np.bincount(key, weights=vals, minlength=p * p)
-        acc_off = acc_off.reshape(p, p)
-        return acc_diag.reshape(p, p) + acc_off + acc_off.T
-
-    def gram(self, cancel: Cancel = None) -> np.ndarray:
-        """``Ŝ = ẐᵀẐ`` (p × p, float64), accumulated over chunks of rows."""
-        S = np.zeros((self.p, self.p))
-        for lo in range(0, self.n, CHUNK):
-            check_cancel(cancel)
-            hi = min(lo + CHUNK, self.n)
-            S += self._pair_sums(self.idx[lo:hi], self.w[lo:hi])
-        ds = self.dscale
-        S *= ds[:, None]
-        S *= ds[None, :]
-        return (S + S.T) / 2
-
-    def weighted_gram(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """``Σ_{i ∈ rows} u_i ẑ_i ẑ_iᵀ`` (p × p)."""
-        w = self.w[rows] * np.sqrt(u)[:, None]
-        G = self._pair_sums(self.idx[rows], w)
-        ds = self.dscale
-        return G * ds[:, None] * ds[None, :]
-
-    def weighted_sum(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """``Σ_{i ∈ rows} u_i ẑ_i`` (p,)."""
-        w = self.w[rows] * u[:, None]
-        return np.bincount(self.idx[rows].ravel(), weights=w.ravel(), minlength=self.p) * self.dscale
-
-    def apply(self, Y: np.ndarray, lo: int = 0, hi: int | None = None,
-              rows: np.ndarray | None = None) -> np.ndarray:
-        """``Ẑ Y`` for the rows ``lo:hi`` (or the given ``rows``); Y is p × m; float64."""
-        Yd = np.asarray(Y, dtype=np.float64) * self.dscale[:, None]
-        idx = self.idx[rows] if rows is not None else self.idx[lo:hi]
-        w = self.w[rows] if rows is not None else self.w[lo:hi]
-        out = w[:, 0, None] * Yd[idx[:, 0]]
-        for a in range(1, self.r):
-            out += w[:, a, None] * Yd[idx[:, a]]
-        return out
-
-
-def _sigma_all(features: Features, landmarks: np.ndarray) -> float:
-    """Mean distance between points and landmarks (SCACS §5.2), on ≤ 2000 evenly spaced points."""
-    from scipy.spatial.distance import cdist
-    idx = np.unique(np.linspace(0, features.n - 1, min(features.n, 2000)).astype(np.int64))
-    return float(cdist(features.rows(idx), landmarks).mean())
-
-
-def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: float | None = None,
-                sigma_rule: str = "knn", sigma_scale: float = 1.0,
-                cancel: Cancel = None) -> SparseCode:
-    """Nadaraya–Watson coding of every point over its ``r`` nearest landmarks (module notes)."""
-    p = landmarks.shape[0]
-    if r > p:
-        raise InvalidInputError(f"n_nearest={r} is larger than the number of landmarks ({p})")
-    n = features.n
-    tree = cKDTree(landmarks)
-    idx = np.empty((n, r), np.int32)
-    d2 = np.empty((n, r))
-    dist_sum = 0.0
-    for lo in range(0, n, CHUNK):
-        check_cancel(cancel)
-        hi = min(lo + CHUNK, n)
-        dist, ind = tree.query(features.chunk(lo, hi), k=r, workers=-1)
-        dist = dist.reshape(hi - lo, r)
-        idx[lo:hi] = ind.reshape(hi - lo, r)
-        dist_sum += float(dist.sum())
-        # store squared distance minus the nearest one (the kernel factor that cancels)
-        d2[lo:hi] = dist ** 2 - dist[:, :1] ** 2
-    if sigma is None:
-        base = dist_sum / (n * r) if sigma_rule == "knn" else _sigma_all(features, landmarks)
-        sigma = sigma_scale * base
-        if not sigma > 0:  # every point sits on a landmark: any positive width is equivalent
-            sigma = 1.0
-    inv = -1.0 / (2.0 * sigma * sigma)
-    colsum = np.zeros(p)
-    for lo in range(0, n, CHUNK):
-        hi = min(lo + CHUNK, n)
-        w = d2[lo:hi]
-        np.multiply(w, inv, out=w)
-        np.exp(w, out=w)
-        w /= w.sum(axis=1, keepdims=True)
-        colsum += np.bincount(idx[lo:hi].ravel(), weights=w.ravel(), minlength=p)
-    w = d2
-    keep = colsum > 0
-    if not keep.all():  # landmarks no point uses (weights underflowed): drop and re-index
-        newpos = np.cumsum(keep) - 1
-        newpos[~keep] = 0  # only referenced with weight 0
-        idx = newpos[idx].astype(np.int32)
-        colsum, landmarks = colsum[keep], landmarks[keep]
-    return SparseCode(idx, w, colsum, landmarks, float(sigma))
-
-
-# -- the orthonormal landmark basis ---------------------------------------------------------
-@dataclass
-class LandmarkBasis:
-    """``Φ = Ẑ T`` with orthonormal columns spanning range(Ẑ); see module notes.
-
-    Attributes
-    ----------
-    lam : (p',) eigenvalues of Ŝ kept (in (0, 1]); ``ΦᵀLΦ = diag(1 − lam)``.
-    T : (p, p') ``V Λ^{-1/2}``: landmark coefficients of the basis vectors.
-    e : (p',) ``Φᵀ1`` (norm² n).
-    """
-
-    code: SparseCode
-    lam: np.ndarray
-    T: np.ndarray
-    e: np.ndarray
-
-    @classmethod
-    def build(cls, code: SparseCode, cancel: Cancel = None) -> "LandmarkBasis":
-        S = code.gram(cancel)
-        check_cancel(cancel)
-        lam, V = sla.eigh(S)
-        keep = lam > RANK_TOL * lam[-1]
-        lam, V = lam[keep], V[:, keep]
-        T = V / np.sqrt(lam)
-        e = T.T @ np.sqrt(code.colsum)
-        return cls(code, np.minimum(lam, 1.0), T, e)
-
-    @property
-    def size(self) -> int:
-        return self.lam.shape[0]
-
-    def set_terms(self, rows: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Φᵀ diag(u) Φ, Φᵀu)`` restricted to the point set ``rows`` with weights ``u``."""
-        M = self.T.T @ self.code.weighted_gram(rows, u) @ self.T
-        return (M + M.T) / 2, self.set_sum(rows, u)
-
-    def set_sum(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """``Φᵀu`` for weights ``u`` on the point set ``rows`` (zero elsewhere)."""
-        return self.T.T @ self.code.weighted_sum(rows, u)
-
-    def complement(self) -> np.ndarray:
-        """Orthonormal basis H (p' × p'−1) of ``{z : eᵀz = 0}`` (Householder reflector)."""
-        e = self.e / np.linalg.norm(self.e)
-        v = e.copy()
-        v[0] += np.copysign(1.0, e[0])
-        Hh = np.eye(e.size) - 2.0 * np.outer(v, v) / (v @ v)
-        return Hh[:, 1:]  # the first column is ∓e
 
 
 # -- constraints ----------------------------------------------------------------------------
@@ -483,6 +110,10 @@ def read_strokes(scribbles: np.ndarray, n: int, confidence: np.ndarray | None) -
             raise InvalidInputError("confidence values must lie in [0, 1]")
         weights = [np.sqrt(q[S]) for S in sets]
     return StrokeSets(label_ids, sets, weights)
+
+
+def _fingerprint(S: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()
 
 
 # -- partition ------------------------------------------------------------------------------
@@ -620,13 +251,17 @@ class LandmarkMethod(FeatureMethod):
 
     def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
         super().__init__(features, shape, **options)
-        self.code: SparseCode | None = None
+        self.code: SparseCode | None = None      # the coding of this edit (with its strokes)
         self.basis: LandmarkBasis | None = None
         self._landmarks: np.ndarray | None = None
+        self._base: SparseCode | None = None     # the coding over the p landmarks alone
+        self._raw: np.ndarray | None = None      # its raw Gram ZᵀZ
+        self._recoding: StrokeRecoding | None = None
+        self._basis_key: tuple | None = None
 
     # -- set-up (once per data set) --------------------------------------------------------
     def prepare(self, cancel: Cancel = None, seed_offset: int = 0) -> dict[str, float]:
-        """Build landmarks, coding and basis if not yet done; returns the stages' timings."""
+        """Build landmarks, coding and its Gram matrix if not yet done; the stages' timings."""
         o = self.options
         timings: dict[str, float] = {}
         rng = np.random.default_rng([o["seed"], seed_offset])
@@ -636,19 +271,39 @@ class LandmarkMethod(FeatureMethod):
                 self.features, o["n_landmarks"], method=o["landmark_selection"],
                 sample=o["landmark_sample"], rng=rng, cancel=cancel)
             timings["landmarks"] = time.perf_counter() - t
-        if self.code is None:
+        if self._base is None:
             t = time.perf_counter()
-            self.code = sparse_code(self.features, self._landmarks,
-                                    min(o["n_nearest"], self._landmarks.shape[0]),
-                                    sigma=o["sigma"], sigma_rule=o["sigma_rule"],
-                                    sigma_scale=o["sigma_scale"], cancel=cancel)
+            self._base = sparse_code(self.features, self._landmarks,
+                                     min(o["n_nearest"], self._landmarks.shape[0]),
+                                     sigma=o["sigma"], sigma_rule=o["sigma_rule"],
+                                     sigma_scale=o["sigma_scale"], cancel=cancel)
+            self._raw = self._base.raw_gram(cancel)
+            self.code = self._base
             timings["coding"] = time.perf_counter() - t
-        if self.basis is None:
-            t = time.perf_counter()
-            self.basis = LandmarkBasis.build(self.code, cancel)
-            timings["basis"] = time.perf_counter() - t
         self.timings.update(timings)
         return timings
+
+    def _with_strokes(self, strokes: StrokeSets, timings: dict[str, float],
+                      cancel: Cancel) -> None:
+        """``self.code`` / ``self.basis`` for these strokes: the base coding with the painted
+        pixels added as landmarks (:func:`add_stroke_landmarks`), rebuilt when they change."""
+        cap = self.options["stroke_landmarks"]
+        key = (cap, tuple(strokes.label_ids), tuple(_fingerprint(S) for S in strokes.sets))
+        if key == self._basis_key and self.basis is not None:
+            return
+        t = time.perf_counter()
+        if self._recoding is not None:
+            self._recoding.undo(self._base)
+            self._recoding = None
+        self._basis_key = None
+        if cap > 0:
+            self.code, raw, self._recoding = add_stroke_landmarks(
+                self._base, self.features, strokes, cap, self._raw, cancel)
+        else:
+            self.code, raw = self._base, self._raw
+        self.basis = LandmarkBasis.build(self.code, cancel, raw)
+        self._basis_key = key
+        timings["basis"] = time.perf_counter() - t
 
     def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
                 confidence: np.ndarray | None = None) -> Segmentation:
@@ -656,11 +311,12 @@ class LandmarkMethod(FeatureMethod):
         strokes = read_strokes(scribbles, self.features.n, confidence)
         setup = self.prepare(cancel)
         check_cancel(cancel)
-        if strokes.k > self.code.p:
+        if strokes.k > self._base.p:
             raise InvalidInputError(
-                f"{strokes.k} labels but only {self.code.p} landmarks: k must not exceed the "
+                f"{strokes.k} labels but only {self._base.p} landmarks: k must not exceed the "
                 "number of landmarks (raise n_landmarks)")
         timings: dict[str, float] = dict(setup)
+        self._with_strokes(strokes, timings, cancel)
         labels, vectors, lam, extra = self._solve(strokes, timings, cancel)
         agreement = strokes.agreement(labels)
         diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma,
@@ -677,8 +333,10 @@ class LandmarkMethod(FeatureMethod):
         (if not, the subclass tries one more vector, as FAST-GE does)."""
         t = time.perf_counter()
         rng = np.random.default_rng([self.options["seed"], 1])
+        # One vector: a unit-length row is its sign, which cannot tell two labels on the same
+        # side of the mean apart; the anchored k-means then splits the values themselves.
         labels, X = partition(self.basis.code, Y, strokes, sample=self.options["kmeans_sample"],
-                              rng=rng, cancel=cancel)
+                              rng=rng, cancel=cancel, normalise=Y.shape[1] > 1)
         timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
         separated = min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT
         return labels, X, separated

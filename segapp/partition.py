@@ -236,6 +236,31 @@ def stroke_agreement(codes: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
                      for a, S in enumerate(sets)])
 
 
+def ratio_cut(codes: np.ndarray, pencil: Pencil, constraints: Constraints) -> float:
+    """FAST-GE's objective of a partition: ``Σ_a cut_G(S_a) / cut_H(S_a)`` (§4.6).
+
+    ``codes`` (n,) are label indices 0..k−1, ``S_a`` their regions; ``G = G_D + Ĝ_ML`` and
+    ``H = K/n + Ĝ_CL`` as in :func:`sweep_cut` (for k = 2 the two terms are equal and each is
+    the ratio the Cheeger sweep minimises). O(|E| + n) per label. ``benchmarks/drops.py``
+    compares it between an edit's answer and the answer before (refinement stability).
+    """
+    d = pencil.degrees
+    vol, n = float(d.sum()), d.size
+    c, u = constraints.scale, constraints.weights
+    totals = np.array([u[S].sum() for S in constraints.sets])
+    total = 0.0
+    for a in range(constraints.k):
+        x = (codes == a).astype(float)
+        inside = np.array([u[S][x[S] > 0].sum() for S in constraints.sets])
+        rest = totals - inside
+        within = float(inside @ rest)
+        across = float(inside.sum() * rest.sum()) - within
+        vs = float(d @ x)
+        cut_h = vs * (vol - vs) / (vol * n) + c * across
+        total += (float(x @ (pencil.L @ x)) + c * within) / max(cut_h, np.finfo(float).tiny)
+    return total
+
+
 def match_labels(codes: np.ndarray, sets: list[np.ndarray], label_ids: tuple[int, ...],
                  k: int) -> np.ndarray:
     """Map cluster codes 0..k−1 to the user's label ids by maximum stroke overlap (Hungarian).

@@ -26,10 +26,12 @@ SMALL = {"landmark": dict(n_landmarks=200), "ensemble": dict(n_landmarks=150, n_
          "fastge": {}}
 #: Methods whose embeddings do not always separate the strokes yet (issue 10 stays open for
 #: them): strict xfail, so the day they meet the invariant the test says so.
-KNOWN_GAPS = {"landmark": "landmark FAST-GE's sparse-coding embedding can fold two labels' "
-                           "strokes together on photo crops (issue 10)",
-              "scacs": "SCACS's landmark embedding mixes some labels' strokes (issue 10)",
-              "ccskl": "CCSKL's learned kernel mixes some labels' strokes (issue 10)"}
+KNOWN_GAPS = {"scacs": "SCACS's constraint vᵀQv only sees each label's stroke *sum*, not its "
+                        "spread: strokes of labels a few px apart on one colour mix (issue 10, "
+                        "docs/methods.md)",
+              "ccskl": "CCSKL's kernel is an ordered reweighting of the m smoothest graph "
+                       "eigenvectors: it cannot pull apart strokes those vectors put together "
+                       "(issue 10, docs/methods.md)"}
 
 
 @st.composite

@@ -2,8 +2,9 @@
 
 :mod:`.weighted` holds what every graph method sees (:class:`Graph`: Laplacian, degrees,
 shape; :func:`graph_from_adjacency` for any symmetric adjacency); :mod:`.image` builds the
-pixel-grid RBF graph of an image (neighbourhood, σ rule, TV pre-filter, FAST-GE §7.3). The
-landmark graph of the feature methods (Liu et al. 2017) is built in :mod:`segapp.landmarks`.
+pixel-grid RBF graph of an image (neighbourhood, σ rule, TV pre-filter, FAST-GE §7.3). :mod:`.landmark`
+holds the landmark (sparse-coding) graph of the feature methods (Chen & Cai; Liu et al. 2017,
+SCACS), on the feature vectors of :mod:`segapp.features`.
 """
 
 from .image import image_graph

@@ -80,6 +80,13 @@ Readings chosen
   added (0.84 at 25 → 0.70 at 150); with row normalisation it stays at 0.86–0.90 (20 trials,
   docs/methods.md) — a property of the model with dense constraints, kept as the paper
   states it.
+- Strokes (issue 10): the partition is the k-means anchored to the strokes; it still does not
+  give every label ≥ 99.9% of its painted pixels on every scene (85 of 120 scenes of
+  ``benchmarks/fidelity.py``). The kernel ``F diag(β) Fᵀ`` can only reweight, in order and
+  non-negatively, the m smoothest eigenvectors: strokes of two labels those vectors put close
+  stay close, although the same m vectors separate them linearly (least squares on the stroke
+  rows, 7 of 8 failing scenes at m = 20); more vectors (m = 35, 50) or stroke pairs weighted
+  more (§4.4) do not change that (docs/methods.md).
 - ``eigenvectors`` of the result are the columns of ``FΛ^{1/2}`` with ``β_i > 0`` (the
   embedding that is clustered), ``eigenvalues`` those ``β_i``; the diagnostics report the
   normalized-Laplacian eigenvalues and the QP objective.

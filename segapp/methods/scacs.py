@@ -66,6 +66,12 @@ In the orthonormal coordinates ``u = T z`` of :class:`segapp.landmarks.LandmarkB
   :func:`segapp.landmarks.partition` (k-means on a sample, every pixel to its nearest centre),
   with stroke-seeded and k-means++ starts, clusters matched to the user's labels.
 
+Strokes (issue 10): the painted pixels join the landmarks (:mod:`segapp.graphs.landmark`), so
+the basis can separate strokes of different labels; SCACS still does not keep ≥ 99.9% of every
+label's painted pixels on every scene (108 of 120 scenes of ``benchmarks/fidelity.py``): its
+constraint ``vᵀQv = Σ_a s_a² − Σ_{a≠b} s_a s_b`` (``s_a`` = label a's stroke sum of v) does not
+ask a label's strokes to agree with each other, only their sums to differ (docs/methods.md).
+
 ``eigenvectors`` holds ``V^{(r)}`` (before the row normalisation), ``eigenvalues`` the λ = 1/μ
 of the chosen vectors; the diagnostics report β, β₀ and γ_{k−1}.
 """

@@ -67,9 +67,10 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..landmarks import (CHUNK, LANDMARK_OPTIONS, Cancel, FeatureMethod, LandmarkDiagnostics,
-                         SparseCode, StrokeSets, check_cancel, partition, read_strokes,
-                         sparse_code)
+from ..features import CHUNK
+from ..graphs.landmark import Cancel, SparseCode, check_cancel, sparse_code
+from ..landmarks import (LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics, StrokeSets,
+                         partition, read_strokes)
 from ..options import Option, override, without
 from ..partition import clamp_strokes
 from ..result import Segmentation
@@ -77,7 +78,7 @@ from ..result import Segmentation
 #: Landmarks are the stroke pixels and the coding is redone for every edit, so only the image
 #: features (spatial_weight) are set up once.
 OPTIONS: tuple[Option, ...] = override(
-    without(LANDMARK_OPTIONS, "landmark_selection", "landmark_sample"),
+    without(LANDMARK_OPTIONS, "landmark_selection", "landmark_sample", "stroke_landmarks"),
     n_landmarks={"stage": "solve", "help": "at most this many stroke pixels become landmarks"},
     n_nearest={"stage": "solve"}, sigma={"stage": "solve"}, sigma_rule={"stage": "solve"},
     sigma_scale={"stage": "solve"}, seed={"stage": "solve"},
