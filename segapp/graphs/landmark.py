@@ -1,3 +1,5 @@
+# Over 400 lines on purpose: the landmark graph is one pipeline (landmarks, coding, basis, painted-
+# pixel landmarks) whose steps share their arrays.
 """Landmark (sparse-coding) graphs: landmarks, Nadaraya–Watson coding, the orthonormal basis.
 
 The graph of Chen & Cai (AAAI 2011) that SCACS §2.2 and Liu et al. §2.2 build, on the feature

@@ -1,3 +1,5 @@
+# Over 400 lines on purpose: one object owns the unsaved-work mark, the journal and the loader,
+# which open, save, export and recovery all consult; split, each would reach into the others.
 """The work on the current image: opening, editing, saving, exporting and crash recovery.
 
 Never lose work:

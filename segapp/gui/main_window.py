@@ -1,3 +1,4 @@
+# Over 400 lines on purpose: the menu and toolbar table of every action lives here, in one place.
 """The main window: widgets, menus, toolbar and the wiring between them. No logic of its own.
 
 - what is shown and edited: :class:`~segapp.gui.state.AppState` (widgets bind to its fields,
