@@ -118,6 +118,23 @@ class Constraints:
         return len(self.label_ids)
 
 
+def confidence_weights(confidence: np.ndarray | None, n: int,
+                       sets: list[np.ndarray]) -> list[np.ndarray]:
+    """Each label's stroke-pixel weights ``√q`` from a per-pixel confidence q in [0, 1].
+
+    A clique edge between painted pixels i and j then weighs ``√q_i √q_j`` times its full
+    weight (soft constraints); without a confidence every weight is 1.
+    """
+    if confidence is None:
+        return [np.ones(S.size) for S in sets]
+    q = np.asarray(confidence, dtype=np.float64).ravel()
+    if q.size != n:
+        raise InvalidInputError("confidence must have the image's shape")
+    if np.any(~np.isfinite(q)) or np.any(q < 0) or np.any(q > 1):
+        raise InvalidInputError("confidence values must lie in [0, 1]")
+    return [np.sqrt(q[S]) for S in sets]
+
+
 def stroke_sets(scribbles: np.ndarray, n: int) -> tuple[tuple[int, ...], list[np.ndarray]]:
     """Validate a scribble label map and return its label ids and per-label flat pixel indices."""
     s = np.asarray(scribbles)
@@ -176,15 +193,8 @@ def build_constraints(
     label_ids, sets = stroke_sets(scribbles, n)
     scale = constraint_weight / (robust_dmin(degrees) * float(degrees.max()))
     u = np.zeros(n)
-    for S in sets:
-        u[S] = degrees[S]
-    if confidence is not None:
-        q = np.asarray(confidence, dtype=np.float64).ravel()
-        if q.size != n:
-            raise InvalidInputError("confidence must have the image's shape")
-        if np.any(~np.isfinite(q)) or np.any(q < 0) or np.any(q > 1):
-            raise InvalidInputError("confidence values must lie in [0, 1]")
-        u *= np.sqrt(q)
+    for S, w in zip(sets, confidence_weights(confidence, n, sets)):
+        u[S] = degrees[S] * w
     k = len(sets)
     rows = np.concatenate(sets)
     cols = np.repeat(np.arange(k), [len(S) for S in sets])

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.cluster.vq import vq
 from threadpoolctl import threadpool_limits
 
-from .constraints import stroke_sets
+from .constraints import confidence_weights, stroke_sets
 from .errors import InvalidInputError
 from .features import CHUNK, ArrayFeatures, Features, ImageFeatures
 from .graphs.landmark import (RANK_TOL, Cancel, LandmarkBasis, SparseCode, StrokeRecoding,
@@ -100,16 +100,7 @@ class StrokeSets:
 def read_strokes(scribbles: np.ndarray, n: int, confidence: np.ndarray | None) -> StrokeSets:
     """Validate strokes (and optional per-pixel confidence in [0, 1]) as FAST-GE does."""
     label_ids, sets = stroke_sets(scribbles, n)
-    if confidence is None:
-        weights = [np.ones(S.size) for S in sets]
-    else:
-        q = np.asarray(confidence, dtype=np.float64).ravel()
-        if q.size != n:
-            raise InvalidInputError("confidence must have the image's shape")
-        if np.any(~np.isfinite(q)) or np.any(q < 0) or np.any(q > 1):
-            raise InvalidInputError("confidence values must lie in [0, 1]")
-        weights = [np.sqrt(q[S]) for S in sets]
-    return StrokeSets(label_ids, sets, weights)
+    return StrokeSets(label_ids, sets, confidence_weights(confidence, n, sets))
 
 
 def _fingerprint(S: np.ndarray) -> bytes:
