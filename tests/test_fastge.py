@@ -204,7 +204,7 @@ def test_warm_resolve_matches_a_cold_segment(edit):
     else:
         s1 = np.where(s_full == IDS[3], 0, s_full)   # the disc's label comes later
         s2 = s_full
-    sess = segapp.Session(img)
+    sess = segapp.Session(img, warm_start=True)
     first = sess.update(s1)
     assert first.diagnostics.warm_start is False
     warm = sess.update(s2)
@@ -220,14 +220,17 @@ def test_warm_resolve_matches_a_cold_segment(edit):
     assert "graph" not in warm.timings and warm.timings["total"] >= warm.timings["eigensolver"]
 
 
-def test_warm_start_can_be_disabled():
+@pytest.mark.parametrize("option, warm", [({}, False), ({"warm_start": True}, True)])
+def test_resolve_starts_from_the_stroke_potentials_unless_asked(option, warm):
+    # Default: every solve starts from M·(stroke sources), which measured fewer iterations
+    # than the previous edit's vectors (see the warm_start option's help).
     img, truth = four_regions(noise=0.1, seed=4, H=40, W=50)
     s = np.zeros(truth.shape, int)
     s[5, 2:8], s[5, 30:40], s[35, 30:40] = 2, 5, 7
-    sess = segapp.Session(img, warm_start=False)
+    sess = segapp.Session(img, **option)
     sess.update(s)
     s[36, 2:8] = 2
-    assert sess.update(s).diagnostics.warm_start is False
+    assert sess.update(s).diagnostics.warm_start is warm
 
 
 # -- the result ----------------------------------------------------------------------------

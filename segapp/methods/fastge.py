@@ -65,7 +65,11 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "solve", choices=("segapp", "scipy", "potentials")),
     Option("on_nonconvergence", str, "raise", "when LOBPCG reaches maxiter: fail, or warn and "
            "use its vectors", "solve", choices=("raise", "warn")),
-    Option("warm_start", bool, True, "start from the previous edit's eigenvectors", "solve"),
+    # Off by default: after one added stroke the stroke potentials M·u_a (the cold start) gave
+    # 5-8 LOBPCG iterations at 44K-250K px where the previous vectors gave 6-16, and labels
+    # 100% equal to a cold solve instead of 99.8-99.95% (coffee, k = 4, 5; 2026-11-23).
+    Option("warm_start", bool, False, "start from the previous edit's eigenvectors (plus "
+           "sources of the changed labels) instead of the strokes' potentials", "solve"),
     SEED,
 )
 
