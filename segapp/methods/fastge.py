@@ -10,8 +10,9 @@ Pipeline (one :meth:`FastGE.update` per scribble edit):
    as exact diagonal + low-rank operators (``segapp.constraints``);
 3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.pencil``) by
    LOBPCG (``segapp.lobpcg``) preconditioned by smoothed-aggregation AMG (§4.5,
-   ``segapp.amg``) built on ``L_D`` plus the strokes' sparsified must-link graph; the previous
-   eigenvectors (plus a source for each label whose strokes changed) seed the next solve;
+   ``segapp.amg``) built on ``L_D`` plus the strokes' sparsified must-link graph, started
+   from the strokes' potentials ``M u_a`` (or, with ``warm_start``, the previous eigenvectors
+   plus a source for each label whose strokes changed);
 4. embedding (Fig. 2), k-means with restarts and a stroke-seeded start, or the Cheeger sweep
    for k = 2 (§4.6), and Hungarian matching of clusters to the user's labels.
 
@@ -130,7 +131,7 @@ class FastGE(GraphMethod):
     # -- one edit --------------------------------------------------------------------------
     def _update(self, scribbles: np.ndarray, cancel: CancelToken,
                 confidence: np.ndarray | None) -> Segmentation:
-        """Segment with the given strokes, warm-starting from the previous edit's vectors."""
+        """Segment with the given strokes on the graph built once (warm start if asked)."""
         o = self.options
         g = self.graph
         timings: dict[str, float] = {}
