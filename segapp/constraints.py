@@ -118,6 +118,18 @@ class Constraints:
         return len(self.label_ids)
 
 
+def stroke_indicators(degrees: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
+    """``u_a`` = the degrees on label a's stroke pixels, 0 elsewhere: one column per label (n × k).
+
+    The right-hand sides whose potentials ``A⁻¹u_a`` the eigenvectors are close to (the start
+    block of FAST-GE's solve, :mod:`segapp.subspace`'s sources).
+    """
+    u = np.zeros((degrees.shape[0], len(sets)))
+    for a, S in enumerate(sets):
+        u[S, a] = degrees[S]
+    return u
+
+
 def confidence_weights(confidence: np.ndarray | None, n: int,
                        sets: list[np.ndarray]) -> list[np.ndarray]:
     """Each label's stroke-pixel weights ``√q`` from a per-pixel confidence q in [0, 1].

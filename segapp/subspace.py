@@ -39,6 +39,7 @@ from typing import Callable
 import numpy as np
 
 from .cancel import CancelLike, CancelToken
+from .constraints import stroke_indicators
 from .errors import SolverError
 from .lobpcg import SolverDiagnostics
 from .pencil import Pencil
@@ -53,9 +54,7 @@ def _colnorm(V: np.ndarray) -> np.ndarray:
 def stroke_sources(pencil: Pencil, sets: list[np.ndarray]) -> np.ndarray:
     """``b_a = u_a − d (1ᵀu_a)/vol``, one column per label: consistent right-hand sides."""
     d = pencil.degrees
-    b = np.zeros((pencil.n, len(sets)))
-    for a, S in enumerate(sets):
-        b[S, a] = d[S]
+    b = stroke_indicators(d, sets)
     b -= np.outer(d, b.sum(axis=0) / d.sum())
     return b
 

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ..amg import DEFAULT_THETA, AMGPreconditioner
 from ..cancel import CancelToken
-from ..constraints import Constraints, build_constraints, sparsify
+from ..constraints import Constraints, build_constraints, sparsify, stroke_indicators
 from ..eigensolve import amg_preconditioner, eigenpairs
 from ..graphs import Graph
 from ..options import SEED, Option
@@ -111,16 +111,16 @@ class FastGE(GraphMethod):
 
     # -- the eigenproblem ------------------------------------------------------------------
     def _initial_block(self, pencil: Pencil, cons: Constraints, m: int) -> tuple[np.ndarray, bool]:
-        """Previous eigenvectors when available, completed by one preconditioned source per label.
+        """One preconditioned source per label; with ``warm_start``, the previous eigenvectors.
 
         ``M u_a`` (u_a = degrees on label a's strokes) is one multigrid approximation of the
         potential ``A⁻¹u_a``: smooth, nearly constant inside the region of stroke a, which is
-        what the eigenvectors look like. The initial Rayleigh–Ritz keeps the best m directions.
+        what the eigenvectors look like. A warm start takes the previous vectors plus the
+        sources of the labels whose strokes changed; the initial Rayleigh–Ritz keeps the best
+        m directions. Returns the block and whether it is a warm start.
         """
-        n, d = self.graph.n, self.graph.degrees
-        sources = np.zeros((n, cons.k))
-        for a, S in enumerate(cons.sets):
-            sources[S, a] = d[S]
+        n = self.graph.n
+        sources = stroke_indicators(self.graph.degrees, cons.sets)
         if self._X is not None and self.options["warm_start"]:
             # Old vectors first; labels whose strokes changed bring their own source, so the
             # initial subspace already contains the direction the edit pulls towards.
