@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InvalidInputError
 from .result import Segmentation
 
 #: Largest graph the session builds by default (≈ 2 s per solve on 2 cores; see README).
@@ -79,7 +80,6 @@ def reduce_strokes(labels: np.ndarray, shape: tuple[int, int],
     InvalidInputError
         More labels than coarse pixels (only on absurdly small working grids).
     """
-    from .errors import InvalidInputError
     H, W = labels.shape
     h, w = shape
     out = np.zeros(shape, labels.dtype)

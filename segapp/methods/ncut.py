@@ -69,6 +69,7 @@ class NCut(GraphMethod):
             self.amg = amg_preconditioner(g.laplacian, g.degrees, theta=o["amg_theta"],
                                           cancel=cancel)
             timings["amg_setup"] = time.perf_counter() - t
+            t = time.perf_counter()   # "eigensolver" is the solve alone, as in FAST-GE
         X0 = self._X if (self._X is not None and self._X.shape[1] == m) else \
             random_start(self.amg, g.n, m, rng)
         lam, X, diag = eigenpairs(pencil, X0, self.amg, maxiter=o["maxiter"],
