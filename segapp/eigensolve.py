@@ -7,8 +7,9 @@ smoothed-aggregation V-cycle (:mod:`segapp.amg`) of the graph Laplacian — plus
 the strokes' sparsified must-link graph — shifted by ``εD`` so the coarsest level is
 non-singular. This module is the one place that builds that hierarchy
 (:func:`amg_preconditioner`), runs the chosen solver with the caller's cancellation
-(:func:`eigenpairs`: segapp's LOBPCG, scipy's for comparison, or CG on the strokes'
-potentials) and decides what a non-converged solve means. How each method starts the block
+(:func:`eigenpairs`: segapp's LOBPCG, or scipy's for comparison) and decides what a
+non-converged solve means (:func:`nonconvergence`, shared with FAST-GE's harmonic solve,
+:mod:`segapp.harmonic`). How each method starts the block
 (warm starts, stroke sources, a random block) stays with the method.
 """
 
@@ -25,14 +26,13 @@ from .cancel import CancelLike, CancelToken
 from .errors import SolverError
 from .lobpcg import SolverDiagnostics, lobpcg
 from .pencil import Pencil
-from .subspace import potentials_eigenpairs
 
 #: Relative diagonal shift of the matrix the AMG hierarchy is built on: small against the
 #: eigenvalues sought (so the preconditioner still inverts the smooth modes well) but enough
 #: to make the coarsest level non-singular.
 AMG_SHIFT = 1e-8
 
-Solver = Literal["segapp", "scipy", "potentials"]
+Solver = Literal["segapp", "scipy"]
 
 
 def amg_preconditioner(laplacian: sp.spmatrix, degrees: np.ndarray, *,
@@ -56,7 +56,7 @@ def random_start(M: Callable[[np.ndarray], np.ndarray], n: int, m: int,
 
 
 def eigenpairs(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, *, nev: int | None = None,
-               solver: Solver = "segapp", sets: list[np.ndarray] | None = None,
+               solver: Solver = "segapp",
                maxiter: int = 300, eig_tol: float = 1e-3, res_tol: float = 1e-6,
                cancel: CancelLike = None, on_nonconvergence: Literal["raise", "warn"] = "raise",
                monitor: Callable[[np.ndarray], bool] | None = None,
@@ -75,11 +75,9 @@ def eigenpairs(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, *, nev: int
         during this solve.
     nev : int, optional
         Pairs wanted (default ``b``).
-    solver : {"segapp", "scipy", "potentials"}
-        segapp's block LOBPCG (:func:`segapp.lobpcg.lobpcg`); scipy's LOBPCG on the same
-        operators (absolute residual tolerance, for comparison); or CG on the potentials of
-        the strokes ``sets`` + Rayleigh–Ritz (:mod:`segapp.subspace`, at most k − 1 pairs:
-        with ``nev ≥ k`` LOBPCG is used).
+    solver : {"segapp", "scipy"}
+        segapp's block LOBPCG (:func:`segapp.lobpcg.lobpcg`), or scipy's LOBPCG on the same
+        operators (absolute residual tolerance, for comparison).
     maxiter, eig_tol, res_tol
         Iteration cap; stop when the Ritz values settled to ``eig_tol`` (relative) twice, or
         every relative residual is below ``res_tol`` (scipy: absolute residuals).
@@ -108,11 +106,6 @@ def eigenpairs(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, *, nev: int
     try:
         if solver == "scipy":
             lam, X, diag = _scipy_lobpcg(pencil, X0, M, nev, maxiter, res_tol)
-        elif solver == "potentials" and sets is not None and nev < len(sets):
-            # Measured, not the default: see segapp/subspace.py and benchmarks/solvers.py.
-            lam, X, diag, _ = potentials_eigenpairs(pencil, M, sets, nev=nev, maxiter=maxiter,
-                                                    eig_tol=eig_tol, res_tol=res_tol,
-                                                    cancel=token)
         else:
             lam, X, diag = lobpcg(pencil.A, pencil.B, X0, nev=nev, M=M, project=pencil.project,
                                   maxiter=maxiter, eig_tol=eig_tol, res_tol=res_tol,
@@ -121,12 +114,18 @@ def eigenpairs(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, *, nev: int
         M.cancel = None
     diag.preconditioner_applications = M.applications
     if not diag.converged:
-        msg = (f"the eigensolver did not converge in {diag.iterations} iterations "
-               f"(largest relative residual {np.max(diag.residuals):.1e}); {advice}")
-        if on_nonconvergence == "raise":
-            raise SolverError(msg, diag)
-        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        nonconvergence(diag, on_nonconvergence, advice)
     return lam[:nev], X[:, :nev], diag
+
+
+def nonconvergence(diag: SolverDiagnostics, policy: Literal["raise", "warn"],
+                   advice: str) -> None:
+    """A solve that hit its iteration cap: raise :class:`~segapp.errors.SolverError` or warn."""
+    msg = (f"the eigensolver did not converge in {diag.iterations} iterations "
+           f"(largest relative residual {np.max(diag.residuals):.1e}); {advice}")
+    if policy == "raise":
+        raise SolverError(msg, diag)
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
 
 def _scipy_lobpcg(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, nev: int,

@@ -52,7 +52,8 @@ class SolverDiagnostics:
     eigenvalues: np.ndarray = field(default_factory=lambda: np.zeros(0))
     residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Normwise relative residuals ``‖Ax − λBx‖ / ((‖A‖ + |λ|‖B‖)‖x‖)`` of the returned vectors,
-    with ‖A‖, ‖B‖ estimated from the largest ``‖AV‖/‖V‖`` seen during the iteration."""
+    with ‖A‖, ‖B‖ estimated from the largest ``‖AV‖/‖V‖`` seen during the iteration. (FAST-GE's
+    harmonic solve, :mod:`segapp.harmonic`: the relative residuals of its potentials' CG.)"""
     eigenvalue_change: float = np.inf
     """Largest relative change of a Ritz value in the last iteration."""
     history: list[np.ndarray] = field(default_factory=list)

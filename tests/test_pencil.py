@@ -161,7 +161,7 @@ def test_fastge_eigenpairs_match_dense_generalized_eigh(problem, m):
     p = problem
     # eig_tol 1e-9, not smaller: with m = 4 the three small pairs' residuals stagnate at
     # ~1e-7 relative (numpy 2.4 / scipy 1.17) while their Ritz values move < 1e-9.
-    method = FastGE(p["g"], n_vectors=m, eig_tol=1e-9, res_tol=1e-10, maxiter=500,
+    method = FastGE(p["g"], eigensolver="segapp", n_vectors=m, eig_tol=1e-9, res_tol=1e-10, maxiter=500,
                     label_tol=0)  # tight eigenpairs: the labels-settled stop off
     res = method.update(p["s"])
     assert res.diagnostics.converged
@@ -210,7 +210,7 @@ def test_lobpcg_with_an_exact_preconditioner_from_a_random_block(problem):
 
 def test_scipy_eigensolver_gives_the_same_eigenvalues(problem):
     p = problem
-    ours = FastGE(p["g"], eig_tol=1e-12, res_tol=1e-10, maxiter=500,
+    ours = FastGE(p["g"], eigensolver="segapp", eig_tol=1e-12, res_tol=1e-10, maxiter=500,
                   label_tol=0).update(p["s"])
     theirs = FastGE(p["g"], eigensolver="scipy", res_tol=1e-9, maxiter=500).update(p["s"])
     assert theirs.eigenvalues.shape == ours.eigenvalues.shape == (3,)

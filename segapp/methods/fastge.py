@@ -29,11 +29,14 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from ..amg import DEFAULT_THETA, AMGPreconditioner
 from ..cancel import CancelToken
 from ..constraints import Constraints, build_constraints, sparsify, stroke_indicators
 from ..eigensolve import amg_preconditioner, eigenpairs
+from ..eigensolve import nonconvergence as _nonconvergence
+from ..harmonic import HarmonicSolver
 from ..graphs import Graph
 from ..options import SEED, Option
 from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed,
@@ -54,27 +57,31 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            choices=("sweep", "kmeans")),
     Option("amg_theta", float, DEFAULT_THETA, "strength threshold of the AMG aggregation",
            "solve", low=0.0, high=1.0),
-    Option("maxiter", int, 300, "LOBPCG iteration cap", "solve", low=1, high=1000),
-    Option("eig_tol", float, 1e-3, "stop when the Ritz values change by less than this "
-           "(relative), twice", "solve", low=1e-12, high=0.5),
+    Option("eigensolver", str, "harmonic", "harmonic: the strokes' harmonic potentials (k − 1 "
+           "CG solves) + Rayleigh–Ritz of the pencil; segapp: our block LOBPCG on the pencil; "
+           "scipy: scipy's LOBPCG", "solve", choices=("harmonic", "segapp", "scipy")),
+    Option("cg_tol", float, 1e-4, "harmonic: stop the potentials' CG at this relative "
+           "residual", "solve", low=1e-12, high=0.5),
+    Option("maxiter", int, 300, "iteration cap of the CG or LOBPCG", "solve", low=1,
+           high=1000),
+    Option("eig_tol", float, 1e-3, "LOBPCG: stop when the Ritz values change by less than "
+           "this (relative), twice", "solve", low=1e-12, high=0.5),
     # Off by default: on slowly converging solves (1.1M px) the labels drift by < 0.1% per
     # iteration for many iterations, and the stop gave 93.8% of a tight solve's labels where
     # the eigenvalue test gave 99.2% (250K px, 4 labels: 98.4% vs 99.9%). See segapp.settling.
-    Option("label_tol", float, 0.0, "also stop when at most this share of pixels changes its "
-           "nearest-stroke label, twice (0: off; faster, less safe)", "solve", low=0.0,
-           high=0.1),
-    Option("res_tol", float, 1e-6, "stop when every relative residual is below this", "solve",
-           low=0.0, high=1.0),
-    Option("eigensolver", str, "segapp", "segapp: our LOBPCG; scipy: scipy's LOBPCG; "
-           "potentials: CG on the strokes' potentials + Rayleigh–Ritz (for comparison)",
-           "solve", choices=("segapp", "scipy", "potentials")),
-    Option("on_nonconvergence", str, "raise", "when LOBPCG reaches maxiter: fail, or warn and "
-           "use its vectors", "solve", choices=("raise", "warn")),
+    Option("label_tol", float, 0.0, "LOBPCG: also stop when at most this share of pixels "
+           "changes its nearest-stroke label, twice (0: off; faster, less safe)", "solve",
+           low=0.0, high=0.1),
+    Option("res_tol", float, 1e-6, "LOBPCG: stop when every relative residual is below this",
+           "solve", low=0.0, high=1.0),
+    Option("on_nonconvergence", str, "raise", "at maxiter: fail, or warn and use the vectors "
+           "reached", "solve", choices=("raise", "warn")),
     # Off by default: after one added stroke the stroke potentials M·u_a (the cold start) gave
     # 5-8 LOBPCG iterations at 44K-250K px where the previous vectors gave 6-16, and labels
     # 100% equal to a cold solve instead of 99.8-99.95% (coffee, k = 4, 5; 2026-11-23).
-    Option("warm_start", bool, False, "start from the previous edit's eigenvectors (plus "
-           "sources of the changed labels) instead of the strokes' potentials", "solve"),
+    Option("warm_start", bool, False, "reuse the previous edit: harmonic: its multigrid "
+           "hierarchy and potentials; LOBPCG: its eigenvectors plus sources of the changed "
+           "labels", "solve"),
     SEED,
 )
 
@@ -83,20 +90,22 @@ class FastGE(GraphMethod):
     """FAST-GE on one image graph, keeping what can be reused between scribble edits."""
 
     name = "fastge"
-    description = ("FAST-GE (Cucuringu et al. 2016): generalized eigenproblem L_G x = λ L_H x, "
-                   "AMG-preconditioned LOBPCG; the default")
+    description = ("FAST-GE (Cucuringu et al. 2016): generalized eigenproblem L_G x = λ L_H x "
+                   "from the strokes' harmonic potentials (or LOBPCG); the default")
     constrained = True
     options = OPTIONS
 
     def __init__(self, graph: Graph, **options: Any) -> None:
         super().__init__(graph, **options)
         self.amg: AMGPreconditioner | None = None
+        self.harmonic: HarmonicSolver | None = None
+        self._connected: bool | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
 
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
                         cancel: CancelToken) -> None:
-        """Build the AMG hierarchy on ``L_D + L̃_ML + εD`` for the current strokes.
+        """Build LOBPCG's AMG hierarchy on ``L_D + L̃_ML + εD`` for the current strokes.
 
         Rebuilt on every edit: the preconditioner must see the must-link edges. Measured at
         250K pixels (4 labels, one stroke added): a Galerkin update of the previous hierarchy
@@ -107,7 +116,22 @@ class FastGE(GraphMethod):
         t = time.perf_counter()
         self.amg = amg_preconditioner(g.laplacian, g.degrees, must_link=ml_sparse,
                                       theta=self.options["amg_theta"], cancel=cancel)
-        timings["amg_setup"] = time.perf_counter() - t
+        timings["amg_setup"] = timings.get("amg_setup", 0.0) + time.perf_counter() - t
+
+    def _harmonic_applies(self, m: int, cons: Constraints, soft: bool) -> bool:
+        """The harmonic potentials give the pencil's k − 1 smallest pairs in the stiff-ML limit.
+
+        Not for a k-th vector (the potentials span k − 1 directions besides the constant),
+        soft strokes (their finite weights are the point), or a graph with a component no
+        stroke reaches (its potentials are undefined); LOBPCG solves those.
+        """
+        if self.options["eigensolver"] != "harmonic" or soft or m >= cons.k:
+            return False
+        if self._connected is None:
+            g = self.graph
+            self._connected = bool(g.offsets) or connected_components(
+                g.laplacian, directed=False)[0] == 1
+        return self._connected
 
     # -- the eigenproblem ------------------------------------------------------------------
     def _initial_block(self, pencil: Pencil, cons: Constraints, m: int) -> tuple[np.ndarray, bool]:
@@ -135,22 +159,24 @@ class FastGE(GraphMethod):
     # -- one edit --------------------------------------------------------------------------
     def _update(self, scribbles: np.ndarray, cancel: CancelToken,
                 confidence: np.ndarray | None) -> Segmentation:
-        """Segment with the given strokes on the graph built once (warm start if asked)."""
+        """Segment with the given strokes on the graph built once."""
         o = self.options
         g = self.graph
         timings: dict[str, float] = {}
         t = time.perf_counter()
         cons = build_constraints(scribbles, g.degrees, constraint_weight=o["constraint_weight"],
                                  confidence=confidence)
-        ml_sparse = sparsify(cons, g.n)
         timings["constraints"] = time.perf_counter() - t
-
-        self._preconditioner(ml_sparse, timings, cancel)
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
         m = n_vectors(o["n_vectors"], cons.k)
+        self.amg = None
         while True:
-            lam, X, diag, t_solve = self._eigenpairs(pencil, cons, m, cancel)
-            timings["eigensolver"] = timings.get("eigensolver", 0.0) + t_solve
+            if self._harmonic_applies(m, cons, soft=confidence is not None):
+                lam, X, diag = self._harmonic_pairs(pencil, cons, m, cancel, timings)
+            else:
+                if self.amg is None:
+                    self._preconditioner(sparsify(cons, g.n), timings, cancel)
+                lam, X, diag = self._eigenpairs(pencil, cons, m, cancel, timings)
             cancel.check()
             t = time.perf_counter()
             labels, V, agreement = partition(X, pencil, cons, k2_partition=o["k2_partition"],
@@ -169,14 +195,35 @@ class FastGE(GraphMethod):
                             diag, self.name,
                             stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())))
 
-    def _eigenpairs(self, pencil: Pencil, cons: Constraints, m: int,
-                    cancel: CancelToken) -> tuple:
-        """The m smallest pairs of the pencil (warm-started), checked; and the seconds taken."""
+    def _harmonic_pairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
+                        timings: dict[str, float]) -> tuple:
+        """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.harmonic`)."""
+        o = self.options
+        if self.harmonic is None or self.harmonic.theta != o["amg_theta"]:
+            g = self.graph
+            self.harmonic = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"])
+        t = time.perf_counter()
+        steps: dict[str, float] = {}
+        lam, X, diag = self.harmonic.eigenpairs(
+            pencil, cons.sets, list(cons.label_ids), nev=m, tol=o["cg_tol"],
+            maxiter=o["maxiter"], reuse=o["warm_start"], cancel=cancel, timings=steps)
+        timings["amg_setup"] = timings.get("amg_setup", 0.0) + steps.get("amg_setup", 0.0)
+        timings["eigensolver"] = (timings.get("eigensolver", 0.0) + time.perf_counter() - t
+                                  - steps.get("amg_setup", 0.0))
+        self._X = None  # a later LOBPCG warm start must not mix the two solvers' vectors
+        if not diag.converged:
+            _nonconvergence(diag, o["on_nonconvergence"], "try a larger maxiter or cg_tol")
+        return lam, X, diag
+
+    def _eigenpairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
+                    timings: dict[str, float]) -> tuple:
+        """The m smallest pairs of the pencil by LOBPCG (warm-started if asked), checked."""
         o = self.options
         t = time.perf_counter()
         X0, warm = self._initial_block(pencil, cons, m)
-        lam, X, diag = eigenpairs(pencil, X0, self.amg, nev=m, solver=o["eigensolver"],
-                                  sets=cons.sets, maxiter=o["maxiter"], eig_tol=o["eig_tol"],
+        solver = "scipy" if o["eigensolver"] == "scipy" else "segapp"
+        lam, X, diag = eigenpairs(pencil, X0, self.amg, nev=m, solver=solver,
+                                  maxiter=o["maxiter"], eig_tol=o["eig_tol"],
                                   res_tol=o["res_tol"], cancel=cancel,
                                   on_nonconvergence=o["on_nonconvergence"],
                                   monitor=LabelSettling(pencil, cons.sets, o["label_tol"]),
@@ -184,7 +231,8 @@ class FastGE(GraphMethod):
         diag.warm_start = warm
         self._X = X
         self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
-        return lam, X, diag, time.perf_counter() - t
+        timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
+        return lam, X, diag
 
 
 def _key(S: np.ndarray) -> bytes:
