@@ -154,6 +154,23 @@ class AMGPreconditioner:
             # A singular coarsest matrix (no shift given): fall back to a pseudo-inverse.
             self._coarse = ("pinv", np.linalg.pinv(coarse, hermitian=True))
 
+    def galerkin_update(self, delta: sp.spmatrix) -> None:
+        """Make the hierarchy precondition ``A + Δ`` for a sparse, local change ``Δ``.
+
+        The aggregates and prolongators stay; every level's operator gets its exact Galerkin
+        correction ``Δ_{l+1} = P_lᵀ Δ_l P_l`` (cheap: ``Δ`` touches a few hundred rows), the
+        smoother's diagonals and the coarsest factorisation are recomputed. The coarse
+        operators are then those of the new matrix, so only the prolongators' fit ages.
+        """
+        delta = sp.csr_matrix(delta)
+        ops = []
+        for level, A in enumerate(self._A):
+            ops.append((A + delta).tocsr())
+            if level < len(self._P):
+                P = self._P[level]
+                delta = (P.T @ (delta @ P)).tocsr()
+        self._set_operators(ops)
+
     @property
     def levels(self) -> int:
         return len(self._A)
