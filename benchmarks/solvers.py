@@ -4,12 +4,12 @@ Issue 15 asks which design solves ``L_G x = λ L_H x`` fastest at the app's size
 times the variants selectable through FAST-GE's ``eigensolver`` option on the same image,
 scribbles and AMG hierarchy, and reports for each: seconds (eigensolver stage only and whole
 cold segment), iterations, and the share of labels equal to a tightly converged reference
-(``eig_tol=1e-9``), with ``skimage.segmentation.random_walker(mode='cg_mg')`` timed in the same
+(LOBPCG with ``eig_tol=1e-9``), with ``skimage.segmentation.random_walker(mode='cg_mg')`` timed in the same
 run. Variants:
 
-* ``segapp`` — block LOBPCG (segapp/lobpcg.py), one AMG V-cycle per iteration (the default);
-* ``potentials`` — preconditioned CG on the k strokes' potentials + Rayleigh–Ritz after every
-  CG step (segapp/subspace.py).
+* ``harmonic`` — the strokes' harmonic potentials by block CG on the image Laplacian with
+  Dirichlet stroke rows, then Rayleigh–Ritz of the pencil (segapp/harmonic.py; the default);
+* ``segapp`` — block LOBPCG (segapp/lobpcg.py), one AMG V-cycle per iteration.
 
 Run ``python benchmarks/solvers.py`` (44K and 250K px, 4 labels); ``--sizes 44K`` for a quick
 look. Absolute times on a shared machine are noisy: compare ratios of one run.
@@ -33,7 +33,7 @@ import segapp  # noqa: E402
 from segapp import io, samples  # noqa: E402
 from speed import SIZES, random_walker, resized  # noqa: E402
 
-VARIANTS = ("segapp", "potentials")
+VARIANTS = ("harmonic", "segapp")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         img, s = resized(image, scribbles, SIZES[size])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = segapp.segment(img, s, max_pixels=None, eig_tol=1e-9, label_tol=0, maxiter=1000,
-                                 on_nonconvergence="warn").labels
+            ref = segapp.segment(img, s, max_pixels=None, eigensolver="segapp", eig_tol=1e-9,
+                                 maxiter=1000, on_nonconvergence="warn").labels
         t = time.perf_counter()
         random_walker(img, s)
         rw = time.perf_counter() - t

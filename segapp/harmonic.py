@@ -196,9 +196,12 @@ class HarmonicSolver:
                    ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
         """The ``nev ≤ k − 1`` smallest Ritz pairs of ``pencil`` on the strokes' potentials.
 
-        ``reuse``: precondition with the previous edit's hierarchy (and start from its
-        potentials) instead of building one for these strokes; the hierarchy is rebuilt when
-        the CG steps it needs exceed 1.5 × its first solve's + 2.
+        ``reuse``: precondition with the previous edit's hierarchy, brought to these strokes
+        by :meth:`~segapp.amg.AMGPreconditioner.galerkin_update`, and start from its
+        potentials, instead of building a hierarchy; it is built anew after a solve whose CG
+        steps exceed 1.5 × those of the hierarchy's first solve + 2 (the aggregates, made for
+        other strokes, have aged). ``timings`` gets ``dirichlet``, ``amg_setup`` (the build or
+        the update), ``potentials`` and ``ritz``.
         """
         k = len(sets)
         if not 1 <= nev <= k - 1:
@@ -216,20 +219,21 @@ class HarmonicSolver:
 
         st = self.state
         warm = reuse and st is not None and st.fixed.shape == fixed.shape
+        # Forget the state before touching its hierarchy: a solve cancelled half-way must not
+        # leave a hierarchy that no longer matches the recorded matrix.
+        self.state = None
         x0 = None
+        t = time.perf_counter()
         if warm:
-            t = time.perf_counter()
             M = st.M
-            M.cancel = token
-            M.galerkin_update(A - st.A)
-            timings["amg_update"] = time.perf_counter() - t
+            M.galerkin_update(A - st.A, decoupled=np.flatnonzero(fixed & ~st.fixed),
+                              recoupled=np.flatnonzero(st.fixed & ~fixed))
             x0 = np.column_stack([st.potentials.get(i, np.zeros(n)) for i in label_ids[:k - 1]])
             x0[fixed] = 0.0
         else:
-            t = time.perf_counter()
             M = AMGPreconditioner(A + sp.diags(AMG_SHIFT * self.degrees), theta=self.theta,
                                   cancel=token)
-            timings["amg_setup"] = time.perf_counter() - t
+        timings["amg_setup"] = time.perf_counter() - t
         t = time.perf_counter()
         M.cancel = token
         try:
@@ -238,10 +242,9 @@ class HarmonicSolver:
             M.cancel = None
         timings["potentials"] = time.perf_counter() - t
         fresh = st.fresh_steps if warm else steps
-        self.state = HarmonicState(M, A, fixed, dict(zip(label_ids[:k - 1], Phi.T.copy())),
-                                   fresh)
-        if warm and steps > 1.5 * fresh + 2:
-            self.state = None  # the old hierarchy has gone stale: build anew next time
+        if not (warm and steps > 1.5 * fresh + 2):  # else stale: build anew next time
+            self.state = HarmonicState(M, A, fixed, dict(zip(label_ids[:k - 1], Phi.T.copy())),
+                                       fresh)
 
         t = time.perf_counter()
         Y = np.empty((n, k))

@@ -221,10 +221,13 @@ def test_warm_resolve_matches_a_cold_segment(edit):
     assert "graph" not in warm.timings and warm.timings["total"] >= warm.timings["eigensolver"]
 
 
-@pytest.mark.parametrize("option, warm", [({}, False), ({"warm_start": True}, True)])
-def test_resolve_starts_from_the_stroke_potentials_unless_asked(option, warm):
-    # Default: every solve starts from M·(stroke sources), which measured fewer iterations
-    # than the previous edit's vectors (see the warm_start option's help).
+@pytest.mark.parametrize("option, warm", [
+    ({}, True), ({"warm_start": False}, False),
+    ({"eigensolver": "segapp"}, False), ({"eigensolver": "segapp", "warm_start": True}, True)])
+def test_warm_start_default_per_solver(option, warm):
+    # Default: the harmonic solve reuses the previous edit's hierarchy; LOBPCG starts from
+    # M·(stroke sources), which measured fewer iterations than the previous edit's vectors
+    # (see the warm_start option's help).
     img, truth = four_regions(noise=0.1, seed=4, H=40, W=50)
     s = np.zeros(truth.shape, int)
     s[5, 2:8], s[5, 30:40], s[35, 30:40] = 2, 5, 7

@@ -76,12 +76,16 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "solve", low=0.0, high=1.0),
     Option("on_nonconvergence", str, "raise", "at maxiter: fail, or warn and use the vectors "
            "reached", "solve", choices=("raise", "warn")),
-    # Off by default: after one added stroke the stroke potentials M·u_a (the cold start) gave
-    # 5-8 LOBPCG iterations at 44K-250K px where the previous vectors gave 6-16, and labels
-    # 100% equal to a cold solve instead of 99.8-99.95% (coffee, k = 4, 5; 2026-11-23).
-    Option("warm_start", bool, False, "reuse the previous edit: harmonic: its multigrid "
-           "hierarchy and potentials; LOBPCG: its eigenvectors plus sources of the changed "
-           "labels", "solve"),
+    # LOBPCG: off unless asked: after one added stroke the stroke potentials M·u_a (its cold
+    # start) gave 5-8 iterations at 44K-250K px where the previous vectors gave 6-16, and
+    # labels 100% equal to a cold solve instead of 99.8-99.95% (coffee, k = 4, 5; 2026-11-23).
+    # Harmonic: on: the updated hierarchy needs 12-14 CG steps where a new one needs 12-13,
+    # and saves its set-up (250K / 4: 0.73-0.77 s vs 0.93-1.0 s per edit; 1.1M / 5: 4.0-4.3 s
+    # vs 5.4-8.1 s; labels 99.98-99.99% of a cold solve; 2026-11-24).
+    Option("warm_start", bool, None, "reuse the previous edit: harmonic: its multigrid "
+           "hierarchy (Galerkin-updated to the new strokes) and potentials; LOBPCG: its "
+           "eigenvectors plus sources of the changed labels", "solve", none_ok=True,
+           none_means="on for the harmonic solve, off for LOBPCG"),
     SEED,
 )
 
@@ -145,7 +149,7 @@ class FastGE(GraphMethod):
         """
         n = self.graph.n
         sources = stroke_indicators(self.graph.degrees, cons.sets)
-        if self._X is not None and self.options["warm_start"]:
+        if self._X is not None and self.options["warm_start"] is True:
             # Old vectors first; labels whose strokes changed bring their own source, so the
             # initial subspace already contains the direction the edit pulls towards.
             changed = [a for a, (i, S) in enumerate(zip(cons.label_ids, cons.sets))
@@ -206,7 +210,8 @@ class FastGE(GraphMethod):
         steps: dict[str, float] = {}
         lam, X, diag = self.harmonic.eigenpairs(
             pencil, cons.sets, list(cons.label_ids), nev=m, tol=o["cg_tol"],
-            maxiter=o["maxiter"], reuse=o["warm_start"], cancel=cancel, timings=steps)
+            maxiter=o["maxiter"], reuse=o["warm_start"] is not False, cancel=cancel,
+            timings=steps)
         timings["amg_setup"] = timings.get("amg_setup", 0.0) + steps.get("amg_setup", 0.0)
         timings["eigensolver"] = (timings.get("eigensolver", 0.0) + time.perf_counter() - t
                                   - steps.get("amg_setup", 0.0))
