@@ -5,10 +5,11 @@ sizes of the FAST-GE paper's Patras, Santorini and Soccer images (§7.3) — wit
 resized by nearest neighbour; the 4-label case drops the sample's fifth label. For each size and
 label count it reports
 
-* FAST-GE cold (``segapp.segment``): graph, constraints, AMG set-up, LOBPCG (iterations),
-  embedding + k-means, total — best of ``--repeat`` runs;
+* FAST-GE cold (``segapp.segment``): graph, constraints, AMG set-up, eigensolver (the
+  harmonic potentials' CG steps, or LOBPCG iterations), embedding + k-means, total — best of
+  ``--repeat`` runs;
 * the warm re-solve of a :class:`segapp.Session` after one added stroke (what the app does
-  on every edit);
+  on every edit: the hierarchy of the previous edit, Galerkin-updated);
 * peak traced memory of one cold run (``tracemalloc``: NumPy/SciPy buffers; bytes per pixel);
 * ``skimage.segmentation.random_walker(mode='cg_mg')`` on the identical image and scribbles
   (default beta, colour), best of ``--repeat``, and the ratio FAST-GE cold / random_walker;
@@ -149,7 +150,7 @@ def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bo
 
 def table(rows: list[dict]) -> str:
     head = (f"{'size':>5} {'pixels':>8} {'k':>2} | {'graph':>6} {'constr':>6} {'amg':>6} "
-            f"{'lobpcg':>6} {'it':>3} {'kmeans':>6} {'cold':>6} | {'warm':>6} {'it':>3} "
+            f"{'eig':>6} {'it':>3} {'kmeans':>6} {'cold':>6} | {'warm':>6} {'it':>3} "
             f"{'agree':>6} | {'B/px':>5} | {'rw':>6} {'ratio':>6} {'vs rw':>6} | "
             f"{'rw wm':>6} {'ratio':>6}")
     lines = [head, "-" * len(head)]
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     if not a.no_first_result:
         print(first_result_table(first_result(image, scribbles, 12_000_000, not a.no_peer)))
-    print("cold = segapp.segment (graph + constraints + AMG + LOBPCG + k-means); warm = "
+    print("cold = segapp.segment (graph + constraints + AMG + eigensolver + k-means); warm = "
           "Session.update after one added stroke (agree = its labels vs a cold solve);\n"
           "B/px = tracemalloc peak / pixels; rw = random_walker(mode='cg_mg'); ratio = cold / rw; "
           "vs rw = label agreement with random_walker;\n"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import scipy.linalg as sla
 from PIL import Image
 
 
@@ -69,3 +70,68 @@ def make_data(root: Path) -> Path:
         index.append(dict(id=f"g{i}", image=f"images/g{i}.bmp", mask=f"masks/g{i}.png"))
     (grab / "index.json").write_text(json.dumps(index))
     return root
+
+
+# -- FAST-GE's pencil on a small image, built densely (test_pencil, test_harmonic) ----------
+IDS = (2, 5, 7, 9)
+
+
+def noisy_blocks(H=30, W=30, noise=0.08, seed=30):
+    """Piecewise-constant colour image with 4 regions (two halves split, a disc) + noise."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros((H, W), int)
+    truth[:, W // 2:] = 1
+    truth[H // 2:, :W // 2] = 2
+    yy, xx = np.mgrid[:H, :W]
+    truth[(yy - 0.7 * H) ** 2 + (xx - 0.73 * W) ** 2 < (0.18 * H) ** 2] = 3
+    colours = np.array([[0.8, 0.2, 0.2], [0.2, 0.7, 0.3], [0.2, 0.3, 0.8], [0.9, 0.9, 0.2]])
+    img = np.clip(colours[truth] + rng.normal(0, noise, (H, W, 3)), 0, 1).astype(np.float32)
+    return img, truth
+
+
+def strokes(truth, ids=IDS):
+    s = np.zeros(truth.shape, int)
+    H, W = truth.shape
+    s[H // 6, 3:10] = ids[0]
+    s[H // 6, W - 10:W - 3] = ids[1]
+    s[H - H // 6, 3:10] = ids[2]
+    s[int(0.7 * H), int(0.73 * W) - 3:int(0.73 * W) + 3] = ids[3]
+    for r, lab in enumerate(ids):                       # each stroke inside its own region
+        assert np.all(truth[s == lab] == r)
+    return s
+
+
+def from_scratch(L_D, scribbles):
+    """Dense (L_G, L_H) of §4.7 built without segapp's constraint or pencil code."""
+    LD = L_D.toarray()
+    d = np.diag(LD).copy()
+    n = d.size
+    vol = d.sum()
+    dmin, dmax = np.percentile(d, 1.0), d.max()
+    lab = np.asarray(scribbles).ravel()
+    stroked = np.flatnonzero(lab)
+    WML, WCL = np.zeros((n, n)), np.zeros((n, n))
+    for i in stroked:
+        for j in stroked:
+            if i != j:
+                w = d[i] * d[j] / (dmin * dmax)
+                if lab[i] == lab[j]:
+                    WML[i, j] = w
+                else:
+                    WCL[i, j] = w
+    K = np.outer(d, d) / vol
+    np.fill_diagonal(K, 0.0)
+
+    def lap(Wm):
+        return np.diag(Wm.sum(1)) - Wm
+
+    LG = LD + lap(WML)
+    LH = lap(K) / n + lap(WCL)
+    return LG, LH, lap(WCL), d
+
+
+def restricted_eigh(LG, LH, d, count):
+    """Smallest ``count`` pairs of L_G x = λ L_H x on dᵀx = 0 (x returned in full space)."""
+    Q = sla.null_space(d[None, :])
+    lam, Y = sla.eigh(Q.T @ LG @ Q, Q.T @ LH @ Q, subset_by_index=[0, count - 1])
+    return lam, Q @ Y

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -23,7 +22,7 @@ from segapp.harmonic import HarmonicSolver, block_pcg, dirichlet_matrix, stroke_
 from segapp.methods.fastge import FastGE
 from segapp.pencil import Pencil
 
-from test_pencil import from_scratch, noisy_blocks, restricted_eigh, strokes
+from scenes import from_scratch, noisy_blocks, restricted_eigh, strokes
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
