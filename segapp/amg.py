@@ -102,6 +102,14 @@ def build_hierarchy(A: sp.csr_matrix, theta: float,
     return ops, Ps
 
 
+def _scatter_indptr(indptr: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """CSR row pointer of an n-row matrix whose rows ``rows`` (sorted) are those of a
+    ``len(rows)``-row matrix with pointer ``indptr``, all other rows empty."""
+    counts = np.zeros(n, dtype=np.int64)
+    counts[rows] = np.diff(indptr)
+    return np.concatenate([[0], np.cumsum(counts)])
+
+
 def _residual(A: sp.csr_matrix, x: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``b − A x`` in one new block (not two): the cycle's peak memory is a few blocks."""
     r = A @ x
@@ -174,9 +182,11 @@ class AMGPreconditioner:
         where ``A'P`` is needed on the rows R only, and ``Δ_{l+1} = P_lᵀ Δ_l P_l`` below:
         everything touches a few hundred rows.
         """
+        check = CancelToken.of(self.cancel).check
         delta = sp.csr_matrix(delta)
         A0 = (self._A[0] + delta).tocsr()
         ops = [A0]
+        check()
         if not self._P:
             self._set_operators(ops)
             return
@@ -185,21 +195,25 @@ class AMGPreconditioner:
         rows = np.concatenate([np.zeros(0, np.int64)] + [
             np.asarray(r, dtype=np.int64) for r in (decoupled, recoupled) if r is not None])
         if rows.size:
-            target = sp.csr_matrix(P0.shape)               # P_0' on the rows R, 0 elsewhere
+            # E on the rows R only (|R| × n_coarse): zero for decoupled rows, built-time P_0
+            # rows for recoupled ones, minus the current rows.
+            rows = np.unique(rows)
+            target = sp.csr_matrix((rows.size, P0.shape[1]))
             if recoupled is not None and len(recoupled):
-                pick = np.zeros(P0.shape[0])
-                pick[recoupled] = 1.0
-                target = sp.csr_matrix(sp.diags(pick) @ self._P0_built)
-            inR = np.zeros(P0.shape[0])
-            inR[rows] = 1.0
-            E = (target - sp.diags(inR) @ P0).tocsr()
-            E.eliminate_zeros()
-            AP_R = sp.diags(inR) @ (A0 @ P0)                 # rows R of A'P (sparse rows)
-            EtAP = (E.T @ AP_R).tocsr()
-            coarse = coarse + EtAP + EtAP.T + (E.T @ (A0 @ E)).tocsr()
+                back = np.isin(rows, recoupled).astype(float)
+                target = sp.csr_matrix(sp.diags(back) @ self._P0_built[rows])
+            E_R = (target - P0[rows]).tocsr()
+            check()
+            A_R = A0[rows]                                   # rows R of A'
+            EtAP = (E_R.T @ (A_R @ P0)).tocsr()
+            coarse = coarse + EtAP + EtAP.T + (E_R.T @ (A_R[:, rows] @ E_R)).tocsr()
+            E = sp.csr_matrix((E_R.data, E_R.indices, _scatter_indptr(E_R.indptr, rows,
+                                                                     P0.shape[0])),
+                              shape=P0.shape)
             self._P[0] = (P0 + E).tocsr()
             self._P[0].eliminate_zeros()
         for level in range(1, len(self._A)):
+            check()
             ops.append((self._A[level] + coarse).tocsr())
             if level < len(self._P):
                 P = self._P[level]

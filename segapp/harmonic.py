@@ -216,6 +216,7 @@ class HarmonicSolver:
         A = dirichlet_matrix(self.L, fixed)
         b = stroke_rhs(self.L, fixed, sets[:k - 1])
         timings["dirichlet"] = time.perf_counter() - t
+        token.check()
 
         st = self.state
         warm = reuse and st is not None and st.fixed.shape == fixed.shape
@@ -226,6 +227,7 @@ class HarmonicSolver:
         t = time.perf_counter()
         if warm:
             M = st.M
+            M.cancel = token
             M.galerkin_update(A - st.A, decoupled=np.flatnonzero(fixed & ~st.fixed),
                               recoupled=np.flatnonzero(st.fixed & ~fixed))
             x0 = np.column_stack([st.potentials.get(i, np.zeros(n)) for i in label_ids[:k - 1]])

@@ -107,3 +107,49 @@ def test_cancel_stops_set_up_and_application():
     applications = M.applications
     M(np.ones(A.shape[0]))
     assert M.applications == applications + 1
+
+
+def _galerkin(A: sp.csr_matrix, Ps: list[sp.csr_matrix]) -> list[sp.csr_matrix]:
+    ops = [A]
+    for P in Ps:
+        ops.append((P.T @ ops[-1] @ P).tocsr())
+    return ops
+
+
+def _assert_same(got: list[sp.csr_matrix], want: list[sp.csr_matrix]) -> None:
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert abs(a - b).max() <= 1e-12 * abs(b).max()
+
+
+def test_galerkin_update_equals_the_galerkin_products_of_the_new_matrix():
+    """Rows made Dirichlet (decoupled) and freed again (recoupled): every level's operator is
+    PᵀA'P of the new matrix with the updated P_0, multiplied out here."""
+    from segapp.harmonic import dirichlet_matrix
+    g = image_graph(image(5, 70, 74), denoise=0)
+    shift = sp.diags(AMG_SHIFT * g.degrees)
+    rng = np.random.default_rng(0)
+    fixed1 = np.zeros(g.n, bool)
+    fixed1[rng.choice(g.n, 40, replace=False)] = True
+    fixed2 = fixed1.copy()
+    fixed2[rng.choice(g.n, 60, replace=False)] = True       # a stroke added
+    fixed2[np.flatnonzero(fixed1)[:10]] = False             # and part of another erased
+    A1 = dirichlet_matrix(g.laplacian, fixed1) + shift
+    A2 = dirichlet_matrix(g.laplacian, fixed2) + shift
+    M = AMGPreconditioner(A1)
+    assert M.levels >= 3
+    built = M._P[0].toarray()
+    M.galerkin_update(A2 - A1, decoupled=np.flatnonzero(fixed2 & ~fixed1),
+                      recoupled=np.flatnonzero(fixed1 & ~fixed2))
+    P0 = M._P[0].toarray()
+    np.testing.assert_array_equal(P0[fixed2 & ~fixed1], 0.0)
+    keep = ~(fixed2 ^ fixed1)
+    np.testing.assert_array_equal(P0[keep], built[keep])
+    _assert_same(M._A, _galerkin(sp.csr_matrix(A2), M._P))
+    # and back: the built prolongator and the first matrix's operators again
+    M.galerkin_update(A1 - A2, decoupled=np.flatnonzero(fixed1 & ~fixed2),
+                      recoupled=np.flatnonzero(fixed2 & ~fixed1))
+    back = M._P[0].toarray()
+    np.testing.assert_array_equal(back[~fixed1], built[~fixed1])
+    np.testing.assert_array_equal(back[fixed1], 0.0)
+    _assert_same(M._A, _galerkin(sp.csr_matrix(A1), M._P))
