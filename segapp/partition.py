@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2, vq
+from scipy.ndimage import minimum_filter1d
 from scipy.optimize import linear_sum_assignment
 
 from .cancel import CancelLike, CancelToken
@@ -44,6 +45,13 @@ KMEANS_SAMPLE = 20_000
 #: it the strokes are not separated by the embedding and the method tries harder (FAST-GE
 #: adds a vector) instead of returning a result that only clamping would make look right.
 STROKE_AGREEMENT = 0.999
+
+#: Refinement stability (issue 10): after an edit that adds strokes, the Cheeger sweep keeps
+#: the cut closest to the previous answer among the local minima of the cut ratio (over
+#: ±SWEEP_WINDOW·n positions of the order) within SWEEP_TOLERANCE × the best ratio. Measured
+#: on the dev sets (docs/quality.md): tolerance 1.5–5 and window 0–0.05.
+SWEEP_TOLERANCE = 3.0
+SWEEP_WINDOW = 0.003
 
 
 def embed(X: np.ndarray, pencil: Pencil) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -192,6 +200,44 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
     return owner[nearest].astype(np.int64), centres, owner
 
 
+def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray | None,
+                           *, rng: np.random.Generator | None = None,
+                           cancel: CancelLike = None) -> np.ndarray:
+    """:func:`anchored_kmeans` from the strokes and, after an edit, from the previous answer.
+
+    ``previous`` (n,) holds the label indices 0..k−1 of the previous edit's answer (the new
+    strokes are painted into it here). Its regions' mean embedding rows seed a second run
+    (the previous partition's centres, recomputed in the new embedding: the Rayleigh–Ritz
+    basis of the eigenvectors may rotate between edits, so the old centres themselves are
+    not comparable), and the run with the smaller within-label sum of squares
+    ``Σ_a Σ_{i ∈ a} ‖U_i − mean_a‖²`` wins, the stroke-seeded one on ties: Lloyd's iteration
+    stops in a local optimum, and which of two nearby optima it reaches should not flip with
+    every stroke (refinement stability, issue 10). Returns the label index of every row.
+    """
+    k = len(sets)
+    codes, _, _ = anchored_kmeans(U, sets, rng=rng, cancel=cancel)
+    if previous is None:
+        return codes
+    before = previous.copy()
+    for a, S in enumerate(sets):
+        before[S] = a
+    seeds = np.array([U[before == a].mean(axis=0) for a in range(k)])
+    other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng, cancel=cancel)
+    if (_within_ss(U, other, k) < _within_ss(U, codes, k)
+            and stroke_agreement(other, sets).min() >= stroke_agreement(codes, sets).min()):
+        return other
+    return codes
+
+
+def _within_ss(U: np.ndarray, codes: np.ndarray, k: int) -> float:
+    """Within-cluster sum of squares of a partition (each cluster around its mean)."""
+    mass = np.bincount(codes, minlength=k).astype(float)
+    sums = np.stack([np.bincount(codes, weights=U[:, j], minlength=k) for j in range(U.shape[1])],
+                    axis=1)
+    means = sums / np.maximum(mass, 1.0)[:, None]
+    return float(np.einsum("ij,ij->", U, U) - np.einsum("a,aj,aj->", mass, means, means))
+
+
 def _lloyd_anchored(X: np.ndarray, w: np.ndarray, fixed_at: np.ndarray, centres: np.ndarray,
                     owner: np.ndarray, iterations: int, check: Callable[[], None]) -> np.ndarray:
     """Lloyd's iteration with rows of ``fixed_at[i] = a ≥ 0`` restricted to label a's prototypes."""
@@ -280,10 +326,12 @@ def match_labels(codes: np.ndarray, sets: list[np.ndarray], label_ids: tuple[int
     return lut[codes]
 
 
-def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None) -> np.ndarray:
-    """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
+def sweep_ratios(x: np.ndarray, pencil: Pencil,
+                 constraints: Constraints | None) -> tuple[np.ndarray, np.ndarray]:
+    """``cut_G(S) / cut_H(S)`` of every prefix S of the vertices sorted by ``x`` (§4.6).
 
-    Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``.
+    Returns the n − 1 ratios (prefix lengths 1 … n − 1) and the order. ``G = G_D + Ĝ_ML`` and
+    ``H = K/n + Ĝ_CL``; O(|E| + n log n) with difference arrays.
     """
     n = x.shape[0]
     order = np.argsort(x, kind="stable")
@@ -317,8 +365,36 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None) ->
         across = prefix.sum(1) * rest.sum(1) - within
         cut_g = cut_g + c * within
         cut_h = cut_h + c * across
-    ratio = cut_g / np.maximum(cut_h, np.finfo(float).tiny)
-    best = int(np.argmin(ratio)) + 1
+    return cut_g / np.maximum(cut_h, np.finfo(float).tiny), order
+
+
+def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
+              previous: np.ndarray | None = None, tolerance: float = SWEEP_TOLERANCE,
+              window: float = SWEEP_WINDOW) -> np.ndarray:
+    """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
+
+    Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``
+    (:func:`sweep_ratios`). With ``previous`` (boolean (n,): the vertices the previous edit's
+    answer put on the prefix's side), the prefix is the one that agrees with ``previous`` on
+    the most vertices among the local minima of the ratio (over ±``window``·n positions)
+    whose ratio is at most ``tolerance`` × the best: refinement stability (issue 10). The strokes' cliques make the ratio close to the cheapest cut of the
+    image graph that separates them, and its minimum jumps between cuts of similar cost (a
+    weak boundary on each side of an object) as strokes are added; the previous answer picks
+    among them instead of the last digits of the cost.
+    """
+    ratio, order = sweep_ratios(x, pencil, constraints)
+    n = x.shape[0]
+    best = int(np.argmin(ratio))
+    if previous is not None:
+        inside = np.cumsum(previous[order])[: n - 1]          # previous-side vertices in S
+        outside = np.count_nonzero(~previous) - (np.arange(1, n) - inside)
+        # Candidates: distinct cuts (local minima of the ratio over ±window·n positions of
+        # the order), not points on a slope next to the best one shifted towards the old
+        # answer: those made a bad first answer creep instead of being corrected.
+        w = max(1, int(window * n))
+        near = np.flatnonzero((ratio <= tolerance * ratio[best])
+                              & (ratio <= minimum_filter1d(ratio, 2 * w + 1, mode="nearest")))
+        best = int(near[np.argmax((inside + outside)[near])])
     mask = np.zeros(n, bool)
-    mask[order[:best]] = True
+    mask[order[: best + 1]] = True
     return mask

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from segapp.constraints import build_constraints
 from segapp.errors import Cancelled
 from segapp.graphs import graph_from_adjacency
-from segapp.partition import (anchored_kmeans, clamp_strokes, kmeans, match_labels, ratio_cut,
+from segapp.partition import (SWEEP_TOLERANCE, anchored_kmeans, clamp_strokes, kmeans,
+                              match_labels, ratio_cut, stable_anchored_kmeans,
                               stroke_agreement, sweep_cut)
 from segapp.pencil import Pencil
 
@@ -118,6 +119,85 @@ def test_sweep_cut_is_the_best_prefix_of_the_dense_pencil(seed, n, strokes):
 
 
 @settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 12), tolerance=st.sampled_from([1.0, 1.5, 3.0]))
+def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, n, tolerance):
+    """Refinement stability (issue 10): among the prefixes whose dense-pencil ratio is within
+    ``tolerance`` of the best and a local minimum (±1 position), the one agreeing with the
+    previous answer on the most vertices (brute force over every prefix); tolerance 1 is the
+    plain sweep."""
+    rng = np.random.default_rng(seed)
+    g = tiny_graph(rng, n)
+    lab = np.zeros(n, int)
+    lab[rng.choice(n, 2, replace=False)] = [1, 2]
+    cons = build_constraints(lab, g.degrees)
+    pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+    LG, LH = pencil.dense()
+    x = rng.standard_normal(n)
+    previous = rng.random(n) < 0.5
+    order = np.argsort(x, kind="stable")
+    prefixes = []
+    for p in range(1, n):
+        ind = np.zeros(n)
+        ind[order[:p]] = 1
+        prefixes.append(((ind @ LG @ ind) / (ind @ LH @ ind), int(np.sum((ind > 0) == previous))))
+    best = min(r for r, _ in prefixes)
+    ratios = [r for r, _ in prefixes]
+    local = [r <= min(ratios[max(p - 1, 0):p + 2]) for p, r in enumerate(ratios)]  # ±1 position
+    near = [(r, agree) for (r, agree), lm in zip(prefixes, local)
+            if lm and r <= tolerance * best * (1 + 1e-9)]
+    mask = sweep_cut(x, pencil, cons, previous=previous, tolerance=tolerance, window=0.0)
+    got = mask.astype(float)
+    assert np.all(mask[order[:mask.sum()]])                  # a prefix
+    assert (got @ LG @ got) / (got @ LH @ got) <= tolerance * best * (1 + 1e-9)
+    assert np.sum(mask == previous) == max(agree for _, agree in near)
+    if tolerance == 1.0 and sorted(r for r, _ in prefixes)[1] > best * (1 + 1e-9):
+        np.testing.assert_array_equal(mask, sweep_cut(x, pencil, cons))
+
+
+def test_sweep_cut_keeps_the_previous_side_of_a_near_equal_cut():
+    """A path a–b–c–d–e with strokes at the ends and two weak links of nearly equal weight:
+    alone the sweep cuts the cheaper link; after an answer that cut the other one, it keeps
+    that answer (within the default tolerance) instead of jumping, unless that cut costs more
+    than the tolerance allows."""
+    lab = np.array([1, 0, 0, 0, 2])
+    x = np.arange(5.0)
+    previous = np.array([1, 1, 1, 1, 0], bool)   # the last answer cut d–e
+
+    def path(d_e: float):
+        w = np.array([1.0, 0.010, 1.0, d_e])     # links a-b, b-c, c-d, d-e
+        g = graph_from_adjacency(sp.diags([w, w], [1, -1], shape=(5, 5)).tocsr())
+        cons = build_constraints(lab, g.degrees)
+        return Pencil.from_constraints(g.laplacian, g.degrees, cons), cons
+
+    pencil, cons = path(0.011)
+    np.testing.assert_array_equal(sweep_cut(x, pencil, cons), [1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(sweep_cut(x, pencil, cons, previous=previous),
+                                  [1, 1, 1, 1, 0])
+    pencil, cons = path(0.010 * 2 * SWEEP_TOLERANCE)                  # d–e far dearer
+    np.testing.assert_array_equal(sweep_cut(x, pencil, cons, previous=previous),
+                                  [1, 1, 0, 0, 0])
+
+
+def test_stable_anchored_kmeans_keeps_the_previous_optimum_when_it_is_better():
+    """Two local optima of anchored k-means: a middle group joins the big left label (where
+    the stroke-seeded iteration goes: it is nearer the left stroke) or the small right one
+    (smaller within-label sum of squares). Without a previous answer the stroke-seeded one;
+    with a previous answer that had it on the right, the better right one; with a previous
+    answer on the left, still the left one (worse optima are not kept)."""
+    U = np.zeros((16, 2))
+    U[10:15, 0] = 2.8                             # the middle group
+    U[15, 0] = 6.0                                # the right label: one point
+    sets = [np.array([0]), np.array([15])]
+    free, _, _ = anchored_kmeans(U, sets)
+    assert np.all(free[10:15] == 0)
+    right = np.r_[np.zeros(10, int), np.ones(6, int)]
+    left = np.r_[np.zeros(15, int), 1]
+    np.testing.assert_array_equal(stable_anchored_kmeans(U, sets, None), free)
+    np.testing.assert_array_equal(stable_anchored_kmeans(U, sets, right), right)
+    np.testing.assert_array_equal(stable_anchored_kmeans(U, sets, left), free)
+
+
+@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 4), labels=st.integers(2, 4))
 def test_match_labels_maximises_the_stroke_overlap(seed, k, labels):
     rng = np.random.default_rng(seed)
@@ -191,3 +271,27 @@ def test_ratio_cut_is_the_sum_of_generalized_rayleigh_quotients(seed):
         x = (codes == a).astype(float)
         expected += (x @ LG @ x) / (x @ LH @ x)
     assert ratio_cut(codes, pencil, cons) == pytest.approx(expected, rel=1e-9)
+
+
+def _bands() -> tuple[np.ndarray, np.ndarray]:
+    """Three vertical bands of equal contrast (0, 0.5, 1) and one stroke in each outer band:
+    the middle band is a near-tie between the two labels."""
+    img = np.zeros((24, 36, 3), np.float32)
+    img[:, 12:24] = 0.5
+    img[:, 24:] = 1.0
+    s = np.zeros((24, 36), np.int32)
+    s[10:14, 3:8] = 1
+    s[10:14, 28:33] = 2
+    return img, s
+
+
+def test_an_erased_stroke_gives_the_history_free_answer():
+    """After an erase the user asks to go back: no history (the middle band painted 1, then
+    erased, gets what a fresh solve gives)."""
+    import segapp
+    img, s = _bands()
+    session = segapp.Session(img)
+    painted = s.copy()
+    painted[10:14, 16:20] = 1
+    assert np.all(session.update(painted).labels[:, 12:24] == 1)
+    np.testing.assert_array_equal(session.update(s).labels, segapp.segment(img, s).labels)

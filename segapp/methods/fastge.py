@@ -39,7 +39,7 @@ from ..eigensolve import nonconvergence as _nonconvergence
 from ..harmonic import HarmonicSolver
 from ..graphs import Graph
 from ..options import SEED, Option
-from ..partition import (STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, embed,
+from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, stable_anchored_kmeans,
                          stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
@@ -106,6 +106,9 @@ class FastGE(GraphMethod):
         self._connected: bool | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
+        #: The last answer (label ids, flat labels, stroke sets): the partition's tie-breaker
+        #: after an edit that only adds strokes (issue 10).
+        self._previous: tuple[tuple[int, ...], np.ndarray, list[np.ndarray]] | None = None
 
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
                         cancel: CancelToken) -> None:
@@ -183,8 +186,9 @@ class FastGE(GraphMethod):
                 lam, X, diag = self._eigenpairs(pencil, cons, m, cancel, timings)
             cancel.check()
             t = time.perf_counter()
+            previous = _previous_answer(self._previous, cons)
             labels, V, agreement = partition(X, pencil, cons, k2_partition=o["k2_partition"],
-                                             seed=o["seed"], cancel=cancel)
+                                             seed=o["seed"], cancel=cancel, previous=previous)
             timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
             # Every label's strokes must come back as that label (issue 10). k − 1 vectors
             # separate k stroke sets in exact arithmetic (each maps to a vertex of a simplex),
@@ -194,6 +198,7 @@ class FastGE(GraphMethod):
                 break
             m += 1
         clamp_strokes(labels, cons.sets, cons.label_ids)
+        self._previous = (tuple(cons.label_ids), labels.copy(), cons.sets)
         return Segmentation(labels.reshape(g.shape), cons.label_ids,
                             V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
                             diag, self.name,
@@ -240,13 +245,27 @@ class FastGE(GraphMethod):
         return lam, X, diag
 
 
+def _previous_answer(previous: tuple | None, cons: Constraints) -> np.ndarray | None:
+    """The last answer's labels if this edit only added strokes to the same labels, else None.
+
+    After an erase or a cleared label the user asks to go back, not for stability: those
+    edits get the history-free partition.
+    """
+    if previous is None or previous[0] != tuple(cons.label_ids):
+        return None
+    if not all(np.isin(old, new).all() for old, new in zip(previous[2], cons.sets)):
+        return None
+    return previous[1]
+
+
 def _key(S: np.ndarray) -> bytes:
     """Fingerprint of a stroke pixel set (to tell which labels an edit changed)."""
     return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()
 
 
 def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition: str = "sweep",
-              seed: int = 0, cancel: CancelToken | None = None
+              seed: int = 0, cancel: CancelToken | None = None,
+              previous: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
 
@@ -254,17 +273,31 @@ def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition:
     with each cluster anchored to one label's strokes (:func:`segapp.partition.anchored_kmeans`).
     The labels are *not* clamped to the strokes here: ``agreement[a]`` is the share of label
     a's painted pixels that the partition itself gives to label a, which the caller checks.
+
+    ``previous`` (user ids, flat; the previous edit's answer with the same labels) makes the
+    rounding stable under refinement (issue 10): the sweep keeps, among the cuts within
+    :data:`segapp.partition.SWEEP_TOLERANCE` of the best ratio, the one closest to it, and
+    k-means also starts from its regions (:func:`segapp.partition.stable_anchored_kmeans`).
+    The answer then depends on the edit history, not only on the strokes; without
+    ``previous`` (a new session, :func:`segapp.segment`) it is the history-free one.
     """
     k = cons.k
     U, _, V = embed(X, pencil)
+    before = None
+    if previous is not None:
+        before = np.searchsorted(np.asarray(cons.label_ids), previous).astype(np.int64)
     codes = None
     if k == 2 and k2_partition == "sweep":
-        mask = sweep_cut(V[:, 0], pencil, cons).astype(np.int64)
+        x = V[:, 0]
+        low = int(np.mean(x[cons.sets[0]]) > np.mean(x[cons.sets[1]]))  # label of the low side
+        mask = sweep_cut(x, pencil, cons,
+                         previous=None if before is None else before == low).astype(np.int64)
         # The prefix is label 0's side if label 0's strokes are mostly in it.
         codes = mask ^ 1 if np.mean(mask[cons.sets[0]]) >= 0.5 else mask
         if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:
             codes = None  # the best ratio cut does not separate the strokes: use k-means
     if codes is None:
-        codes, _, _ = anchored_kmeans(U, cons.sets, rng=np.random.default_rng(seed), cancel=cancel)
+        codes = stable_anchored_kmeans(U, cons.sets, before, rng=np.random.default_rng(seed),
+                                       cancel=cancel)
     agreement = stroke_agreement(codes, cons.sets)
     return np.asarray(cons.label_ids, np.int32)[codes], V, agreement
