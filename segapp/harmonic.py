@@ -262,5 +262,5 @@ class HarmonicSolver:
             iterations=steps, converged=converged, eigenvalues=lam.copy(), residuals=rel,
             reason=(f"potentials' CG residuals ≤ {tol:g}" if converged
                     else f"iteration cap (potentials' CG residual {rel.max():.1e})"),
-            preconditioner_applications=steps + 1, warm_start=warm)
+            preconditioner_applications=steps + 1, warm_start=warm, eigenvalue_change=np.nan)
         return lam, X, diag
