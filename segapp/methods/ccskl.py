@@ -131,7 +131,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("row_normalise", bool, True, "k-means on unit-length rows of FΛ^1/2 (false: the "
            "paper's literal step 5)", "solve"),
     *override(pick(FASTGE_OPTIONS, "amg_theta", "maxiter", "eig_tol", "res_tol"),
-              amg_theta={"stage": "setup"}, maxiter={"stage": "setup"},
+              amg_theta={"stage": "setup"},
+              maxiter={"stage": "setup", "help": "LOBPCG iteration cap"},
               eig_tol={"stage": "setup"}, res_tol={"stage": "setup"}),
     replace(SEED, stage="setup", help="random seed (eigensolver start, k-means starts)"),
 )
