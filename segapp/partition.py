@@ -17,6 +17,11 @@ minimises ``cut_G(S) / cut_H(S)``; all n − 1 cuts are evaluated in O(|E| + n l
 difference arrays, and the constraint cliques' cuts in closed form from per-label prefix sums
 (``cut(S) = c Σ_{a,b} s_a(S) (s_b − s_b(S))`` over the relevant label pairs).
 
+Refinement stability (issue 10): given the previous edit's answer, the sweep keeps the cut
+closest to it among the near-best ones (:func:`sweep_cut`) and anchored k-means also starts
+from its regions (:func:`stable_anchored_kmeans`), so that a stroke does not flip the answer
+between cuts of nearly equal cost.
+
 Label matching: clusters are matched to the user's labels by the Hungarian method
 (:func:`scipy.optimize.linear_sum_assignment`) on the count of each label's stroke pixels in
 each cluster, so label 3's strokes come out as label 3.

@@ -61,6 +61,11 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            low=1, high=100, none_ok=True, none_means="k − 1"),
     Option("k2_partition", str, "sweep", "two labels: Cheeger sweep cut or k-means", "solve",
            choices=("sweep", "kmeans")),
+    # Off by default: it makes a session's answer depend on its edit history, and the warm ≈
+    # cold contract of tests/test_fuzz.py fails with it (docs/quality.md, issue 10 item 4).
+    Option("stable_refinement", bool, False, "after an edit that only adds strokes, keep the "
+           "cut closest to the previous answer among near-equal ones (fewer results made "
+           "worse by a stroke; the answer then depends on the edit history)", "solve"),
     Option("amg_theta", float, DEFAULT_THETA, "strength threshold of the AMG aggregation",
            "solve", low=0.0, high=1.0),
     Option("eigensolver", str, "harmonic", "harmonic: the strokes' harmonic potentials (k − 1 "
@@ -192,7 +197,8 @@ class FastGE(GraphMethod):
                 lam, X, diag = self._eigenpairs(pencil, cons, m, cancel, timings)
             cancel.check()
             t = time.perf_counter()
-            previous = _previous_answer(self._previous, cons)
+            previous = (_previous_answer(self._previous, cons) if o["stable_refinement"]
+                        else None)
             labels, V, agreement = partition(X, pencil, cons, k2_partition=o["k2_partition"],
                                              seed=o["seed"], cancel=cancel, previous=previous)
             timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
@@ -281,8 +287,9 @@ def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition:
     a's painted pixels that the partition itself gives to label a, which the caller checks.
 
     ``previous`` (user ids, flat; the previous edit's answer with the same labels) makes the
-    rounding stable under refinement (issue 10): the sweep keeps, among the cuts within
-    :data:`segapp.partition.SWEEP_TOLERANCE` of the best ratio, the one closest to it, and
+    rounding stable under refinement (issue 10, option ``stable_refinement``): the sweep keeps,
+    among the local minima of its ratio within :data:`segapp.partition.SWEEP_TOLERANCE` of the
+    best, the cut closest to it, and
     k-means also starts from its regions (:func:`segapp.partition.stable_anchored_kmeans`).
     The answer then depends on the edit history, not only on the strokes; without
     ``previous`` (a new session, :func:`segapp.segment`) it is the history-free one.
