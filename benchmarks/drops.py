@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/drops.py [--data DIR] [--dataset bsds|grabcut] [--every N] [--scale 0.5]
+                               [--stable]
 
 Replays the quality benchmark's robot (:mod:`benchmarks.quality`, same seed, same strokes) with
 one default ``segapp.Session`` per image, as the benchmark does. For every corrective stroke
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--scale", type=float, default=0.5)
     ap.add_argument("--max-strokes", type=int, default=20)
+    ap.add_argument("--stable", action="store_true",
+                    help="sessions with stable_refinement=True (the drops that remain with it)")
     args = ap.parse_args(argv)
     data = find_data(args.data)
     if data is None:
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in first:
             scribbles = paint(scribbles, s)
         n = len(first)
-        session = segapp.Session(smp.image)
+        session = segapp.Session(smp.image, stable_refinement=args.stable)
         graph = FastGE.from_image(smp.image).graph   # the same default graph, for the objective
         prev = None
         while True:
