@@ -382,10 +382,11 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     (:func:`sweep_ratios`). With ``previous`` (boolean (n,): the vertices the previous edit's
     answer put on the prefix's side), the prefix is the one that agrees with ``previous`` on
     the most vertices among the local minima of the ratio (over ±``window``·n positions)
-    whose ratio is at most ``tolerance`` × the best: refinement stability (issue 10). The strokes' cliques make the ratio close to the cheapest cut of the
-    image graph that separates them, and its minimum jumps between cuts of similar cost (a
-    weak boundary on each side of an object) as strokes are added; the previous answer picks
-    among them instead of the last digits of the cost.
+    whose ratio is at most ``tolerance`` × the best: refinement stability (issue 10). The
+    strokes' cliques make the ratio close to the cheapest cut of the image graph that
+    separates them, and its minimum jumps between cuts of similar cost (a weak boundary on
+    each side of an object) as strokes are added; the previous answer picks among them
+    instead of the last digits of the cost.
     """
     ratio, order = sweep_ratios(x, pencil, constraints)
     n = x.shape[0]

@@ -119,7 +119,8 @@ def test_sweep_cut_is_the_best_prefix_of_the_dense_pencil(seed, n, strokes):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(5, 12), tolerance=st.sampled_from([1.0, 1.5, 3.0]))
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 12),
+       tolerance=st.sampled_from([1.0, 1.5, 3.0]))
 def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, n, tolerance):
     """Refinement stability (issue 10): among the prefixes whose dense-pencil ratio is within
     ``tolerance`` of the best and a local minimum (±1 position), the one agreeing with the
