@@ -50,6 +50,8 @@ DEFAULT_THETA = 0.03
 MAX_COARSE = 400
 #: Upper bound on the number of levels.
 MAX_LEVELS = 20
+#: Arnoldi steps and restarts of the coarse levels' ρ(D⁻¹A) estimate (PyAMG's defaults 15, 5).
+RHO_STEPS, RHO_RESTARTS = 15, 5
 #: Jacobi weight of the prolongation smoother (PyAMG's default).
 OMEGA = 4.0 / 3.0
 
@@ -90,7 +92,8 @@ def build_hierarchy(A: sp.csr_matrix, theta: float,
             # A fixed start vector: PyAMG's default is random, which made coarse sizes vary
             # from run to run.
             x0 = np.random.default_rng(0).random((A.shape[0], 1))
-            rho = float(approximate_spectral_radius(DinvA, initial_guess=x0))
+            rho = float(approximate_spectral_radius(DinvA, initial_guess=x0,
+                                                    maxiter=RHO_STEPS, restart=RHO_RESTARTS))
         P = (T - (OMEGA / rho) * (DinvA @ T)).tocsr()
         check()
         AP = A @ P

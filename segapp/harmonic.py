@@ -60,12 +60,16 @@ def dirichlet_matrix(L: sp.csr_matrix, fixed: np.ndarray) -> sp.csr_matrix:
     Unpainted rows keep their full degree on the diagonal (the painted neighbours' pull is in
     the right-hand side); painted rows keep only the diagonal, so their unknowns decouple.
     """
-    L = sp.csr_matrix(L)
-    rows = np.repeat(np.arange(L.shape[0]), np.diff(L.indptr))
+    if not sp.isspmatrix_csr(L):
+        L = sp.csr_matrix(L)
     cols = L.indices
+    rows = np.repeat(np.arange(L.shape[0], dtype=cols.dtype), np.diff(L.indptr))
     keep = (rows == cols) | ~(fixed[rows] | fixed[cols])
+    # Row pointer of the kept entries: how many were kept up to the end of each row.
+    kept = np.cumsum(keep)
     indptr = np.zeros(L.shape[0] + 1, dtype=L.indptr.dtype)
-    np.cumsum(np.bincount(rows[keep], minlength=L.shape[0]), out=indptr[1:])
+    nonempty = L.indptr[1:] > 0
+    indptr[1:][nonempty] = kept[L.indptr[1:][nonempty] - 1]
     return sp.csr_matrix((L.data[keep], cols[keep], indptr), shape=L.shape)
 
 
@@ -262,5 +266,5 @@ class HarmonicSolver:
             iterations=steps, converged=converged, eigenvalues=lam.copy(), residuals=rel,
             reason=(f"potentials' CG residuals ≤ {tol:g}" if converged
                     else f"iteration cap (potentials' CG residual {rel.max():.1e})"),
-            preconditioner_applications=steps + 1, warm_start=warm)
+            preconditioner_applications=steps + 1, warm_start=warm, eigenvalue_change=np.nan)
         return lam, X, diag

@@ -55,7 +55,8 @@ class SolverDiagnostics:
     with ‖A‖, ‖B‖ estimated from the largest ``‖AV‖/‖V‖`` seen during the iteration. (FAST-GE's
     harmonic solve, :mod:`segapp.harmonic`: the relative residuals of its potentials' CG.)"""
     eigenvalue_change: float = np.inf
-    """Largest relative change of a Ritz value in the last iteration."""
+    """Largest relative change of a Ritz value in the last iteration (NaN: not tracked, as in
+    FAST-GE's harmonic solve)."""
     history: list[np.ndarray] = field(default_factory=list)
     preconditioner_applications: int = 0
     warm_start: bool = False
@@ -63,9 +64,10 @@ class SolverDiagnostics:
     def __repr__(self) -> str:
         state = "converged" if self.converged else "NOT converged"
         res = np.array2string(np.asarray(self.residuals), precision=1, separator=", ")
+        change = (f"; last eigenvalue change {self.eigenvalue_change:.1e}"
+                  if not np.isnan(self.eigenvalue_change) else "")
         return (f"SolverDiagnostics({state} after {self.iterations} iterations ({self.reason}); "
-                f"relative residuals {res}; last eigenvalue change {self.eigenvalue_change:.1e}"
-                f"{'; warm start' if self.warm_start else ''})")
+                f"relative residuals {res}{change}{'; warm start' if self.warm_start else ''})")
 
 
 def _svqb(G: np.ndarray) -> np.ndarray:

@@ -1,8 +1,9 @@
 """The method and its options, generated from the method's declarations (:mod:`segapp.options`).
 
 Choosing a method shows that method's own options, one row per :class:`~segapp.options.Option`
-(a check box for a bool, a list for choices, a spin box for a bounded integer, a text field
-for any other number, parsed and checked by :meth:`Option.parse`), with the option's help,
+(a check box for a bool, a list for choices and for a bool that may be None, a spin box for
+a bounded integer, a text field for any other number, parsed and checked by
+:meth:`Option.parse`), with the option's help,
 range and default as tooltip. Each row is bound to one entry of :attr:`AppState.options`
 (the method combo to :attr:`AppState.method`) and keeps no value of its own. Values are
 remembered per method with QSettings. Set-up options are marked: changing one rebuilds the
@@ -59,12 +60,14 @@ class OptionRow:
 
     def _make(self, parent: QWidget) -> QWidget:
         opt = self.opt
-        if opt.type is bool:
+        if opt.type is bool and not opt.none_ok:
             w = QCheckBox(parent)
             w.toggled.connect(lambda on: self.write(bool(on)))
-        elif opt.choices is not None:
+        elif opt.choices is not None or opt.type is bool:
+            # A bool that may be None (a per-solver default) has three states: a list.
+            choices = opt.choices if opt.choices is not None else (True, False)
             w = QComboBox(parent)
-            for c in ((None,) if opt.none_ok else ()) + tuple(opt.choices):
+            for c in ((None,) if opt.none_ok else ()) + tuple(choices):
                 w.addItem(option_text(opt, c), c)
             w.activated.connect(lambda i: self.write(w.itemData(i)))
         elif (opt.type is int and opt.low is not None and opt.high is not None

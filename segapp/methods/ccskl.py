@@ -183,7 +183,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "again on the smoothest vectors that respect the must-links (the strokes' harmonic "
            "potentials added; false: the paper's kernel alone)", "solve"),
     *override(pick(FASTGE_OPTIONS, "amg_theta", "maxiter", "eig_tol", "res_tol"),
-              amg_theta={"stage": "setup"}, maxiter={"stage": "setup"},
+              amg_theta={"stage": "setup"},
+              maxiter={"stage": "setup", "help": "LOBPCG iteration cap"},
               eig_tol={"stage": "setup"}, res_tol={"stage": "setup"}),
     replace(SEED, stage="setup", help="random seed (eigensolver start, k-means starts)"),
 )

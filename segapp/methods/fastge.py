@@ -8,17 +8,22 @@ Pipeline (one :meth:`FastGE.update` per scribble edit):
 1. data graph ``G_D`` of the image (``segapp.graphs.image``, §7.3), built once per image;
 2. ML / CL cliques of the strokes with the merge weights ``d_i d_j / (d_min d_max)`` (§4.7),
    as exact diagonal + low-rank operators (``segapp.constraints``);
-3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.pencil``) by
-   LOBPCG (``segapp.lobpcg``) preconditioned by smoothed-aggregation AMG (§4.5,
-   ``segapp.amg``) built on ``L_D`` plus the strokes' sparsified must-link graph, started
-   from the strokes' potentials ``M u_a`` (or, with ``warm_start``, the previous eigenvectors
-   plus a source for each label whose strokes changed);
-4. embedding (Fig. 2), k-means with restarts and a stroke-seeded start, or the Cheeger sweep
-   for k = 2 (§4.6), and Hungarian matching of clusters to the user's labels.
+3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.pencil``).
+   By default (``eigensolver="harmonic"``, ``segapp.harmonic``) as the Ritz pairs of the
+   pencil on the strokes' harmonic potentials: the stiff must-link cliques make the wanted
+   eigenvectors constant on each label's strokes, so they lie in the span of k − 1 Dirichlet
+   solves with ``L_D``, done by block CG preconditioned by smoothed-aggregation AMG (§4.5,
+   ``segapp.amg``), whose hierarchy is Galerkin-updated from edit to edit. Otherwise — and for
+   soft strokes, a k-th vector or a graph part no stroke reaches — by LOBPCG
+   (``segapp.lobpcg``) preconditioned by AMG on ``L_D`` plus the strokes' sparsified
+   must-link graph, started from the strokes' sources ``M u_a`` (or, with ``warm_start``,
+   the previous eigenvectors plus a source for each label whose strokes changed);
+4. embedding (Fig. 2), k-means anchored to the strokes, or the Cheeger sweep for k = 2
+   (§4.6).
 
 ``m`` defaults to k − 1: cannot-link cliques between k labels create k − 1 very small
-eigenvalues followed by a large gap, and asking for a k-th vector makes the slow k-th Ritz
-value govern the stopping test (measured 133 vs 10 iterations in early experiments).
+eigenvalues followed by a large gap, and asking LOBPCG for a k-th vector makes the slow k-th
+Ritz value govern the stopping test (measured 133 vs 10 iterations in early experiments).
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ from ..result import Segmentation
 from ..settling import LabelSettling
 from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
-#: FAST-GE's options after the graph's. All are per-solve: the AMG hierarchy is rebuilt on
-#: every edit anyway (see _preconditioner). Bounds keep a solve bounded in time and memory.
+#: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
+#: the strokes (updated or rebuilt per edit; a new ``amg_theta`` starts a new one). Bounds keep
+#: a solve bounded in time and memory.
 OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("constraint_weight", float, 1.0, "multiplies the must-link / cannot-link weights "
            "d_i d_j/(d_min d_max) of §4.7", "solve", low=1e-6, high=1e6),

@@ -36,7 +36,8 @@ from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + override(
     pick(FASTGE_OPTIONS, "n_vectors", "amg_theta", "maxiter", "eig_tol", "res_tol",
          "on_nonconvergence", "seed"),
-    amg_theta={"stage": "setup"}, eig_tol={"default": 1e-5}) + (KMEANS_RESTARTS,)
+    amg_theta={"stage": "setup"}, eig_tol={"default": 1e-5},
+    maxiter={"help": "LOBPCG iteration cap"}) + (KMEANS_RESTARTS,)
 
 
 class NCut(GraphMethod):

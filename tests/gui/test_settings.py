@@ -24,9 +24,20 @@ def test_the_panel_shows_exactly_the_methods_declared_options(qtbot, window, nam
     for opt in declared:
         w = panel.rows[opt.name].widget
         assert opt.help in w.toolTip()
-        expected = (QCheckBox if opt.type is bool else QComboBox if opt.choices
+        expected = (QCheckBox if opt.type is bool and not opt.none_ok
+                    else QComboBox if opt.choices or opt.type is bool
                     else (QSpinBox, QLineEdit))
         assert isinstance(w, expected)
+
+
+def test_a_bool_that_may_be_none_is_a_three_state_list(qtbot, window):
+    """warm_start's default (None) means "per solver": a check box would show it as off."""
+    w = window.settings_panel.rows["warm_start"].widget
+    assert [w.itemData(i) for i in range(w.count())] == [None, True, False]
+    assert w.currentIndex() == 0 and "harmonic" in w.currentText()
+    w.setCurrentIndex(2)
+    w.activated.emit(2)
+    assert window.state.option_dict()["warm_start"] is False
 
 
 def test_a_solve_option_re_solves_without_rebuilding_the_session(qtbot, window):
