@@ -184,7 +184,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "potentials added; false: the paper's kernel alone)", "solve"),
     *override(pick(FASTGE_OPTIONS, "amg_theta", "maxiter", "eig_tol", "res_tol"),
               amg_theta={"stage": "setup"},
-              maxiter={"stage": "setup", "help": "LOBPCG iteration cap"},
+              maxiter={"stage": "setup", "help": "iteration cap of LOBPCG and of the "
+                       "potentials' CG"},
               eig_tol={"stage": "setup"}, res_tol={"stage": "setup"}),
     replace(SEED, stage="setup", help="random seed (eigensolver start, k-means starts)"),
 )
