@@ -102,14 +102,14 @@ learned again on another basis. With ``g = D^{-1/2} f``, the paper's smoothness 
 ``Ω(f) = fᵀL̄f = gᵀLg``; the strokes' harmonic potentials (:func:`stroke_potentials`, the
 machinery of :mod:`segapp.harmonic`)
 
-.. math:: Y_a = E_a + φ_a, \qquad L_{FF}\, φ_a = −L_{F S_a} 1 \quad (F: \text{unpainted pixels}),
+.. math:: Y_a = E_a + φ_a, \\qquad L_{FF}\\, φ_a = −L_{F S_a} 1 \\quad (F: \\text{unpainted pixels}),
 
 make ``ψ_a = D^{1/2} Y_a`` the smoothest vector whose values ``g`` are 1 on label a's strokes and
 0 on the others: the ideal kernel's indicator column (§4.1), known on the strokes, extended as
 smoothly as the graph allows. The new basis (:func:`must_link_basis`) is the part of
 ``span(F, Ψ)`` that respects the must-links,
 
-.. math:: B = \{ f ∈ \mathrm{span}(F, Ψ) : D^{-1/2} f \text{ constant on every } S_a \},
+.. math:: B = \\{ f ∈ \\mathrm{span}(F, Ψ) : D^{-1/2} f \\text{ constant on every } S_a \\},
 
 orthonormalised by Rayleigh–Ritz of ``L̄`` and ordered by ``Ω``: the smoothest vectors that
 respect the must-links, in place of the smoothest vectors, so §3's argument for ordering β

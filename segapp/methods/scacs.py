@@ -85,14 +85,14 @@ Problem (1) is stated over indicator vectors ``v ∈ {±1/√n}ⁿ``, and there
 the same count of satisfied minus violated constraints has a second, per-pixel relaxation,
 whose must-link part is the clique Laplacian of each label's strokes,
 
-.. math:: vᵀL_{ML}v = \sum_a \tfrac12 \sum_{i,j∈S_a} u_i u_j (v_i − v_j)^2
-   = \sum_a \Big(\sum_{S_a} u\Big)\Big(\sum_{S_a} u v^2\Big) − s_a^2
+.. math:: vᵀL_{ML}v = \\sum_a \\tfrac12 \\sum_{i,j∈S_a} u_i u_j (v_i − v_j)^2
+   = \\sum_a \\Big(\\sum_{S_a} u\\Big)\\Big(\\sum_{S_a} u v^2\\Big) − s_a^2
 
 (``u`` = √q, the stroke weights; on indicator vectors it is 4/n per violated must-link pair).
 When the paper's constraint leaves a label's strokes unseparated (the partition gives a label
 < :data:`~segapp.partition.STROKE_AGREEMENT` of its painted pixels), SCACS is solved again with
 
-.. math:: Q_κ = Q − κ L_{ML}, \qquad A u = λ (Q̂_κ − β_κ Ŝ) u, \quad β_κ = β₀ γ_{k−1}(Q̂_κ),
+.. math:: Q_κ = Q − κ L_{ML}, \\qquad A u = λ (Q̂_κ − β_κ Ŝ) u, \\quad β_κ = β₀ γ_{k−1}(Q̂_κ),
 
 for κ = 4, 16, 64 in turn (:data:`MUST_LINK_LADDER`, up to the ``must_link`` option), keeping
 the first result that separates the strokes (else the one that keeps most). ``L_ML`` vanishes
