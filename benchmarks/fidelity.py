@@ -10,7 +10,9 @@ and prints, per method, how many meet the invariant (every label with strokes ap
 the method's own partition gives each label ≥ 99.9% of its painted pixels,
 ``Segmentation.stroke_agreement``), the worst and mean agreement, and the failing scenes'
 indices with their worst agreement. ``--option`` passes a method option to every method
-(e.g. ``stroke_landmarks=0``, the landmark graph without the painted pixels).
+(e.g. ``stroke_landmarks=0``, the landmark graph without the painted pixels; ``--methods scacs
+--option must_link=0`` or ``--methods ccskl --option extend=False``, the papers' SCACS and CCSKL
+without segapp's extensions).
 """
 
 from __future__ import annotations
@@ -22,30 +24,15 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
 import segapp  # noqa: E402
-from test_stroke_fidelity import CONSTRAINED, SMALL, scenes  # noqa: E402
+from test_stroke_fidelity import CONSTRAINED, SMALL, drawn  # noqa: E402
 
 from segapp.partition import STROKE_AGREEMENT  # noqa: E402
-
-
-def drawn(count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The first ``count`` scenes of the (derandomised) strategy."""
-    out: list[tuple[np.ndarray, np.ndarray]] = []
-
-    @settings(max_examples=count, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(scene=scenes())
-    def collect(scene):
-        out.append(scene)
-
-    collect()
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

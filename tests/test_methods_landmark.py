@@ -17,7 +17,7 @@ from segapp.methods import REGISTRY, get
 from segapp.methods.ensemble import ClusterEnsemble, sparse_projection
 from segapp.partition import anchored_kmeans
 from segapp.methods.landmark_fastge import LandmarkFastGE
-from segapp.methods.scacs import SCACS
+from segapp.methods.scacs import SCACS, must_link_laplacian
 from segapp.pencil import Pencil
 from scenes import blobs, noisy_image  # noqa: E402  (tests/ is on sys.path)
 
@@ -179,6 +179,35 @@ def test_scacs_beta_rule():
     gam = np.sort(sla.eigh(Zh.T @ Q @ Zh, S, eigvals_only=True))[::-1]
     assert ex["gamma_k-1"] == pytest.approx(gam[1], rel=1e-6)
     assert np.all(res.eigenvalues > 0)
+
+
+def test_scacs_must_link_laplacian_against_pair_loop():
+    """Φᵀ L_ML Φ against ½ Σ_{i,j same label} u_i u_j (φ_i − φ_j)(φ_i − φ_j)ᵀ by a loop."""
+    X, code = small_code(n=80, p=20)
+    basis = lm.LandmarkBasis.build(code)
+    Phi = dense_zhat(code) @ basis.T
+    sets = [np.array([2, 9, 30]), np.array([5, 40]), np.array([11, 12, 60, 70])]
+    rng = np.random.default_rng(3)
+    weights = [rng.uniform(0.3, 1.0, S.size) for S in sets]
+    ref = np.zeros((basis.size, basis.size))
+    for S, u in zip(sets, weights):
+        for i, ui in zip(S, u):
+            for j, uj in zip(S, u):
+                d = Phi[i] - Phi[j]
+                ref += 0.5 * ui * uj * np.outer(d, d)
+    got = must_link_laplacian(basis, lm.StrokeSets((1, 2, 3), sets, weights))
+    np.testing.assert_allclose(got, ref, atol=1e-8 * np.abs(ref).max())
+
+
+def test_scacs_must_link_ladder():
+    """must_link=0 is the paper's SCACS; where it keeps the strokes the ladder never starts."""
+    img, truth, s = noisy_image()
+    res = segapp.segment(img, s, method="scacs", n_landmarks=200)
+    paper = segapp.segment(img, s, method="scacs", n_landmarks=200, must_link=0.0)
+    assert res.diagnostics.extra["must_link"] == paper.diagnostics.extra["must_link"] == 0.0
+    assert np.array_equal(res.labels, paper.labels)
+    with pytest.raises(InvalidInputError, match="must_link"):
+        segapp.segment(img, s, method="scacs", must_link=-1.0)
 
 
 def test_ensemble_consensus_pieces():

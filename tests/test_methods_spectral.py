@@ -167,6 +167,59 @@ def test_smoothest_eigenvectors_lobpcg_path_matches_dense(monkeypatch):
     assert cosines.min() > 1 - 1e-6
 
 
+def test_stroke_potentials_against_a_direct_solve():
+    """Y_a = 1 on label a's strokes, 0 on the others, harmonic (L Y_a = 0) everywhere else."""
+    img, truth, s = noisy_image()
+    g = image_graph(img[:30, :40])
+    from segapp.constraints import stroke_sets
+    _, sets = stroke_sets(s[:30, :40], g.n)
+    Y = cc.stroke_potentials(g, sets)
+    fixed = np.zeros(g.n, bool)
+    fixed[np.concatenate(sets)] = True
+    L = g.laplacian.tocsr()
+    free = np.flatnonzero(~fixed)
+    for a, S in enumerate(sets):
+        ref = np.zeros(g.n)
+        ref[S] = 1.0
+        rhs = -(L[free][:, S] @ np.ones(S.size))
+        ref[free] = sp.linalg.spsolve(L[free][:, free].tocsc(), rhs)
+        # CG to a 1e-6 residual; the weak edges between regions cost ~30× in the error
+        np.testing.assert_allclose(Y[:, a], ref, atol=1e-4)
+    np.testing.assert_allclose(Y.sum(axis=1), 1.0, atol=1e-4)   # one connected graph
+
+
+def test_must_link_basis():
+    """Orthonormal, each D^{-1/2}f constant on every label's strokes, the potentials inside its
+    span, ordered Ritz values fᵀL̄f."""
+    img, truth, s = noisy_image()
+    g = image_graph(img[:30, :40])
+    from segapp.constraints import stroke_sets
+    _, sets = stroke_sets(s[:30, :40], g.n)
+    F = cc.smoothest_eigenvectors(g, 8).F
+    Y = cc.stroke_potentials(g, sets)
+    B, theta = cc.must_link_basis(g, F, Y, sets)
+    sqrt_d = np.sqrt(g.degrees)
+    np.testing.assert_allclose(B.T @ B, np.eye(B.shape[1]), atol=1e-10)
+    for S in sets:
+        vals = B[S] / sqrt_d[S, None]
+        assert np.abs(vals - vals.mean(axis=0)).max() < 1e-6 * np.abs(B).max()
+    Psi = Y * sqrt_d[:, None]
+    np.testing.assert_allclose(B @ (B.T @ Psi), Psi, atol=1e-8)
+    Lbar = g.laplacian.toarray() / np.outer(sqrt_d, sqrt_d)
+    np.testing.assert_allclose(np.einsum("ij,ij->j", B, Lbar @ B), theta, atol=1e-10)
+    assert np.all(np.diff(theta) >= -1e-12)
+
+
+def test_ccskl_extension_only_when_the_kernel_fails():
+    """extend=False is the paper's CCSKL; where it keeps the strokes the extension never runs."""
+    img, truth, s = noisy_image()
+    res = segapp.segment(img, s, method="ccskl")
+    paper = segapp.segment(img, s, method="ccskl", extend=False)
+    assert not res.diagnostics.must_link_basis and res.diagnostics.stroke_weight == 1.0
+    assert "potentials" not in res.timings
+    assert np.array_equal(res.labels, paper.labels)
+
+
 # -- SC-PC: the pieces ------------------------------------------------------------------------
 def test_lookup_reproduces_the_papers_worked_example():
     # §2.3: x1 appears twice, x2 and x3 once; min 0.4, max 0.7 → lookupVec = (0.7, 1)
