@@ -122,7 +122,8 @@ def stroke_indicators(degrees: np.ndarray, sets: list[np.ndarray]) -> np.ndarray
     """``u_a`` = the degrees on label a's stroke pixels, 0 elsewhere: one column per label (n × k).
 
     The right-hand sides whose potentials ``A⁻¹u_a`` the eigenvectors are close to (the start
-    block of FAST-GE's solve, :mod:`segapp.subspace`'s sources).
+    block of FAST-GE's LOBPCG); with unit degrees, the strokes' indicators (the right-hand
+    sides of :mod:`segapp.harmonic`).
     """
     u = np.zeros((degrees.shape[0], len(sets)))
     for a, S in enumerate(sets):

@@ -45,13 +45,15 @@ import scipy.sparse as sp
 
 from .amg import DEFAULT_THETA, AMGPreconditioner
 from .cancel import CancelLike, CancelToken
+from .constraints import stroke_indicators
+from .eigensolve import AMG_SHIFT
 from .errors import SolverError
-from .lobpcg import SolverDiagnostics
+from .lobpcg import SolverDiagnostics, svqb
 from .pencil import Pencil
 
-#: Relative diagonal shift of the matrix the hierarchy is built on (as segapp.eigensolve's):
-#: keeps the coarsest level non-singular on a graph component that has no stroke.
-AMG_SHIFT = 1e-8
+#: SVQB's drop threshold in :func:`ritz_pairs`: the potentials always contain the constant
+#: vector (Σ_a Y_a = 1), which the projection to dᵀx = 0 makes exactly dependent.
+RITZ_DROP = 1e-10
 
 
 def dirichlet_matrix(L: sp.csr_matrix, fixed: np.ndarray) -> sp.csr_matrix:
@@ -75,13 +77,41 @@ def dirichlet_matrix(L: sp.csr_matrix, fixed: np.ndarray) -> sp.csr_matrix:
 
 def stroke_rhs(L: sp.csr_matrix, fixed: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
     """``b_a = −Π L 1_{S_a}``: the pull of label a's strokes on each unpainted pixel."""
-    n = L.shape[0]
-    E = np.zeros((n, len(sets)))
-    for a, S in enumerate(sets):
-        E[S, a] = 1.0
-    b = -(L @ E)
+    b = -(L @ stroke_indicators(np.ones(L.shape[0]), sets))
     b[fixed] = 0.0
     return b
+
+
+def painted(n: int, sets: list[np.ndarray]) -> np.ndarray:
+    """Boolean mask of the pixels that carry a stroke."""
+    fixed = np.zeros(n, dtype=bool)
+    for S in sets:
+        fixed[S] = True
+    return fixed
+
+
+def with_strokes(Y: np.ndarray, fixed: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
+    """``Y`` with each painted pixel set to its label's indicator (in place): ``E + Φ``."""
+    Y[fixed] = 0.0
+    for a, S in enumerate(sets):
+        Y[S, a] = 1.0
+    return Y
+
+
+def stroke_potentials(L: sp.csr_matrix, degrees: np.ndarray, sets: list[np.ndarray], *,
+                      theta: float = DEFAULT_THETA, tol: float = 1e-4, maxiter: int = 300,
+                      cancel: CancelLike = None) -> np.ndarray:
+    """``Y`` (n × k): ``Y_a = E_a + φ_a``, every label's strokes extended harmonically.
+
+    One cold solve (a hierarchy built for these strokes, no state kept): what
+    :class:`HarmonicSolver` does per edit for k − 1 labels, here for all k (CCSKL's basis).
+    """
+    fixed = painted(L.shape[0], sets)
+    A = dirichlet_matrix(L, fixed)
+    M = AMGPreconditioner(A + sp.diags(AMG_SHIFT * degrees), theta=theta, cancel=cancel)
+    Y, _, _ = block_pcg(A, M, stroke_rhs(L, fixed, sets), tol=tol, maxiter=maxiter,
+                        cancel=cancel)
+    return with_strokes(Y, fixed, sets)
 
 
 def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
@@ -156,10 +186,10 @@ def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int,
     GA = Yp.T @ AY
     check()
     GB = Yp.T @ BY
-    scale = 1.0 / np.sqrt(np.maximum(np.diag(GB), np.finfo(float).tiny))
-    w, V = np.linalg.eigh((GB + GB.T) / 2 * scale[:, None] * scale[None, :])
-    keep = w > 1e-10 * max(w.max(), 0)
-    T = (scale[:, None] * V[:, keep]) / np.sqrt(w[keep])
+    try:
+        T = svqb(GB, drop=RITZ_DROP)
+    except np.linalg.LinAlgError:
+        T = np.zeros((GB.shape[0], 0))
     if T.shape[1] < nev:
         raise SolverError(f"the strokes' potentials span only {T.shape[1]} of {nev} directions")
     GAt = T.T @ GA @ T
@@ -219,9 +249,7 @@ class HarmonicSolver:
         timings = {} if timings is None else timings
         n = self.L.shape[0]
         t = time.perf_counter()
-        fixed = np.zeros(n, dtype=bool)
-        for S in sets:
-            fixed[S] = True
+        fixed = painted(n, sets)
         A = dirichlet_matrix(self.L, fixed)
         b = stroke_rhs(self.L, fixed, sets[:k - 1])
         timings["dirichlet"] = time.perf_counter() - t
@@ -261,9 +289,7 @@ class HarmonicSolver:
         Y = np.empty((n, k))
         Y[:, :k - 1] = Phi
         Y[:, k - 1] = 1.0 - Phi.sum(axis=1)
-        Y[fixed] = 0.0
-        for a, S in enumerate(sets):
-            Y[S, a] = 1.0
+        with_strokes(Y, fixed, sets)
         token.check()
         lam, X = ritz_pairs(pencil, Y, nev, cancel=token)
         timings["ritz"] = time.perf_counter() - t

@@ -70,13 +70,14 @@ class SolverDiagnostics:
                 f"relative residuals {res}{change}{'; warm start' if self.warm_start else ''})")
 
 
-def _svqb(G: np.ndarray) -> np.ndarray:
-    """Coefficients T with ``Tᵀ G T = I`` for a PSD Gram matrix G, dropping dependent directions."""
+def svqb(G: np.ndarray, drop: float = _DROP) -> np.ndarray:
+    """Coefficients T with ``Tᵀ G T = I`` for a PSD Gram matrix G, dropping dependent directions
+    (relative eigenvalue below ``drop``)."""
     diag = np.sqrt(np.maximum(np.diag(G), 0))
     scale = np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 0.0)
     Gs = G * scale[:, None] * scale[None, :]
     w, V = np.linalg.eigh((Gs + Gs.T) / 2)
-    keep = w > _DROP * max(w.max(), 0)
+    keep = w > drop * max(w.max(), 0)
     if not keep.any():
         raise np.linalg.LinAlgError("basis collapsed")
     return (scale[:, None] * V[:, keep]) / np.sqrt(w[keep])
@@ -219,7 +220,7 @@ def lobpcg(
         check(AX, BX)
         observe(X, AX, BX)
         try:
-            T = _svqb(X.T @ BX)
+            T = svqb(X.T @ BX)
         except np.linalg.LinAlgError as exc:
             raise SolverError("initial block is degenerate", diag) from exc
         if T.shape[1] >= nev or attempt == 1:
@@ -256,7 +257,7 @@ def lobpcg(
         stop_if_cancelled()
         GA, GB = _gram(Ss, ASs), _gram(Ss, BSs)
         try:
-            T = _svqb(GB)
+            T = svqb(GB)
             theta, C = np.linalg.eigh(T.T @ ((GA + GA.T) / 2) @ T)
         except np.linalg.LinAlgError as exc:
             raise SolverError("Rayleigh–Ritz step failed (basis collapsed)", diag) from exc

@@ -140,15 +140,14 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 from scipy.optimize import nnls
 
-from ..amg import DEFAULT_THETA, AMGPreconditioner
+from ..amg import DEFAULT_THETA
 from ..cancel import CancelLike, CancelToken
 from ..eigensolve import amg_preconditioner, eigenpairs, random_start
 from ..errors import InvalidInputError
 from ..graphs import Graph
-from ..harmonic import AMG_SHIFT, block_pcg, dirichlet_matrix, stroke_rhs
+from .. import harmonic
 from ..landmarks import _normalise_rows, read_strokes
 from ..lobpcg import SolverDiagnostics
 from ..options import SEED, Option, override, pick
@@ -276,18 +275,8 @@ def stroke_potentials(graph: Graph, sets: list[np.ndarray], *, theta: float = DE
     a hierarchy built for these strokes). ``Y_a`` is the smoothest vector — least ``gᵀLg`` —
     that is 1 on label a's strokes and 0 on the others; on a component without strokes it is 0.
     """
-    n = graph.n
-    fixed = np.zeros(n, dtype=bool)
-    for S in sets:
-        fixed[S] = True
-    A = dirichlet_matrix(graph.laplacian, fixed)
-    M = AMGPreconditioner(A + sp.diags(AMG_SHIFT * graph.degrees), theta=theta, cancel=cancel)
-    Y, _, _ = block_pcg(A, M, stroke_rhs(graph.laplacian, fixed, sets), tol=POTENTIAL_TOL,
-                        maxiter=maxiter, cancel=cancel)
-    Y[fixed] = 0.0
-    for a, S in enumerate(sets):
-        Y[S, a] = 1.0
-    return Y
+    return harmonic.stroke_potentials(graph.laplacian, graph.degrees, sets, theta=theta,
+                                      tol=POTENTIAL_TOL, maxiter=maxiter, cancel=cancel)
 
 
 def must_link_basis(graph: Graph, F: np.ndarray,
