@@ -30,10 +30,16 @@ from .constraints import Constraints
 REMEMBERED = 32
 
 
+#: Options that change how an answer is reached, not which one (the warm ≈ cold contract).
+NOT_IN_KEY = frozenset({"warm_start"})
+
+
 def strokes_key(cons: Constraints, options: dict[str, Any]) -> bytes:
-    """Fingerprint of the strokes (each label's pixel set) and the solve options."""
+    """Fingerprint of the strokes (each label's pixel set) and the solve options that can
+    change the answer."""
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr((tuple(cons.label_ids), sorted(options.items()))).encode())
+    chosen = sorted((k, v) for k, v in options.items() if k not in NOT_IN_KEY)
+    h.update(repr((tuple(cons.label_ids), chosen)).encode())
     for S in cons.sets:
         h.update(np.ascontiguousarray(S, dtype=np.int64).tobytes())
         h.update(b"|")

@@ -58,6 +58,13 @@ STROKE_AGREEMENT = 0.999
 SWEEP_TOLERANCE = 3.0
 SWEEP_WINDOW = 0.003
 
+#: ... but only while the previous answer (the new strokes painted in) is itself a near-best
+#: partition for the new strokes: its ratio cut at most PREVIOUS_GATE × that of the fresh
+#: answer. A correction that makes the previous answer a poor cut gets the fresh answer, so
+#: a wrong answer is not corrected by creeping (measured on the dev sets, strokes and clicks,
+#: with gates 3, 10, 30, 100 and none: docs/quality.md).
+PREVIOUS_GATE = 30.0
+
 
 def embed(X: np.ndarray, pencil: Pencil) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """FAST-GE embedding (Fig. 2).
@@ -206,7 +213,8 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
 
 
 def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray | None,
-                           *, rng: np.random.Generator | None = None,
+                           *, objective: Callable[[np.ndarray], float] | None = None,
+                           gate: float = PREVIOUS_GATE, rng: np.random.Generator | None = None,
                            cancel: CancelLike = None) -> np.ndarray:
     """:func:`anchored_kmeans` from the strokes and, after an edit, from the previous answer.
 
@@ -217,7 +225,10 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
     not comparable), and the run with the smaller within-label sum of squares
     ``Σ_a Σ_{i ∈ a} ‖U_i − mean_a‖²`` wins, the stroke-seeded one on ties: Lloyd's iteration
     stops in a local optimum, and which of two nearby optima it reaches should not flip with
-    every stroke (refinement stability, issue 10). Returns the label index of every row.
+    every stroke (refinement stability, issue 10). With ``objective`` (FAST-GE's
+    :func:`ratio_cut`), the previous answer is used only if its objective is at most
+    ``gate`` × that of the stroke-seeded run (:data:`PREVIOUS_GATE`). Returns the label
+    index of every row.
     """
     k = len(sets)
     codes, _, _ = anchored_kmeans(U, sets, rng=rng, cancel=cancel)
@@ -226,6 +237,8 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
     before = previous.copy()
     for a, S in enumerate(sets):
         before[S] = a
+    if objective is not None and objective(before) > gate * objective(codes):
+        return codes
     seeds = np.array([U[before == a].mean(axis=0) for a in range(k)])
     other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng, cancel=cancel)
     if (_within_ss(U, other, k) < _within_ss(U, codes, k)
@@ -375,7 +388,7 @@ def sweep_ratios(x: np.ndarray, pencil: Pencil,
 
 def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
               previous: np.ndarray | None = None, tolerance: float = SWEEP_TOLERANCE,
-              window: float = SWEEP_WINDOW) -> np.ndarray:
+              window: float = SWEEP_WINDOW, gate: float = PREVIOUS_GATE) -> np.ndarray:
     """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
 
     Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``
@@ -386,11 +399,17 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     strokes' cliques make the ratio close to the cheapest cut of the image graph that
     separates them, and its minimum jumps between cuts of similar cost (a weak boundary on
     each side of an object) as strokes are added; the previous answer picks among them
-    instead of the last digits of the cost.
+    instead of the last digits of the cost — while it is itself a near-best cut: its own
+    ratio at most ``gate`` × the best (:data:`PREVIOUS_GATE`; ``previous`` should have the
+    strokes painted in), else the best prefix is taken.
     """
     ratio, order = sweep_ratios(x, pencil, constraints)
     n = x.shape[0]
     best = int(np.argmin(ratio))
+    if previous is not None and constraints is not None and gate < np.inf:
+        # the two terms of ratio_cut are equal for two sides: each is the sweep's ratio
+        if ratio_cut(previous.astype(np.int64), pencil, constraints) / 2 > gate * ratio[best]:
+            previous = None
     if previous is not None:
         inside = np.cumsum(previous[order])[: n - 1]          # previous-side vertices in S
         outside = np.count_nonzero(~previous) - (np.arange(1, n) - inside)

@@ -54,7 +54,9 @@ def test_recall_round_trips_and_keeps_only_the_newest():
     s = _strokes()
     cons = _cons(s)
     keys = [strokes_key(cons, {"seed": seed}) for seed in range(5)]
-    assert len(set(keys)) == 5                          # the options are part of the key
+    assert len(set(keys)) == 5                          # the options are part of the key,
+    assert (strokes_key(cons, {"seed": 0, "warm_start": True})   # but not the solver's reuse
+            == strokes_key(cons, {"seed": 0, "warm_start": False}))
     rng = np.random.default_rng(0)
     answers = [rng.choice([1, 2, 300], 48).astype(np.int32) for _ in keys]
     for key, answer in zip(keys, answers):

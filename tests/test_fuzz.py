@@ -27,6 +27,7 @@ every edit:
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -87,11 +88,15 @@ def _run_sequence(method: str, seed: int, agreements: list[float],
     setup = dict(SMALL.get(method, {}), **(options or {}))
     sess = segapp.Session(img, method, max_pixels=max_pixels, **setup)
     # A method whose answer depends on the edit history (FAST-GE's stable_refinement) is
-    # compared with a twin that sees the same edits but keeps no solver state between them;
-    # the others with a fresh session given only the last strokes.
+    # compared with a twin that sees the same edits but keeps no solver state between them,
+    # and is handed the warm session's history before each edit: what is compared is one
+    # solve with and without the reused state, from the same history (a near-tie that the
+    # two solves break differently would otherwise be carried along by both histories).
+    # The others are compared with a fresh session given only the last strokes.
     stable = {o.name: o.default for o in options_of(method)}.get("stable_refinement", False)
     twin = (segapp.Session(img, method, max_pixels=max_pixels, **{**setup, "warm_start": False})
             if setup.get("stable_refinement", stable) else None)
+    answers = None
     k = int(rng.integers(2, 5))
     s = np.zeros((H, W), np.int64)
     # two strokes first, so most updates have something to solve
@@ -110,7 +115,13 @@ def _run_sequence(method: str, seed: int, agreements: list[float],
         where = f"{method} seed {seed} after {history}"
         try:
             res = sess.update(s, **solve)
-            cold = twin.update(s, **solve) if twin is not None else None
+            if twin is not None:
+                if answers is not None:
+                    twin._method.answers = answers
+                cold = twin.update(s, **solve)
+            else:
+                cold = None
+            answers = copy.deepcopy(getattr(sess._method, "answers", None))
         except InvalidInputError as exc:
             assert len(painted) < 2, f"{where}: {exc}"
             continue

@@ -118,14 +118,16 @@ def test_sweep_cut_is_the_best_prefix_of_the_dense_pencil(seed, n, strokes):
         np.testing.assert_array_equal(mask, expected)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(5, 12),
-       tolerance=st.sampled_from([1.0, 1.5, 3.0]))
-def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, n, tolerance):
+       tolerance=st.sampled_from([1.0, 1.5, 3.0]), gate=st.sampled_from([np.inf, 30.0, 3.0]))
+def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, n, tolerance,
+                                                                          gate):
     """Refinement stability (issue 10): among the prefixes whose dense-pencil ratio is within
     ``tolerance`` of the best and a local minimum (±1 position), the one agreeing with the
     previous answer on the most vertices (brute force over every prefix); tolerance 1 is the
-    plain sweep."""
+    plain sweep. If the previous answer's own ratio is over ``gate`` × the best, the best
+    prefix (the plain sweep)."""
     rng = np.random.default_rng(seed)
     g = tiny_graph(rng, n)
     lab = np.zeros(n, int)
@@ -146,9 +148,14 @@ def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, 
     local = [r <= min(ratios[max(p - 1, 0):p + 2]) for p, r in enumerate(ratios)]  # ±1 position
     near = [(r, agree) for (r, agree), lm in zip(prefixes, local)
             if lm and r <= tolerance * best * (1 + 1e-9)]
-    mask = sweep_cut(x, pencil, cons, previous=previous, tolerance=tolerance, window=0.0)
+    mask = sweep_cut(x, pencil, cons, previous=previous, tolerance=tolerance, window=0.0,
+                     gate=gate)
     got = mask.astype(float)
     assert np.all(mask[order[:mask.sum()]])                  # a prefix
+    old = previous.astype(float)
+    if (old @ LG @ old) / max(old @ LH @ old, 1e-300) > gate * best * (1 + 1e-9):
+        np.testing.assert_array_equal(mask, sweep_cut(x, pencil, cons))
+        return
     assert (got @ LG @ got) / (got @ LH @ got) <= tolerance * best * (1 + 1e-9)
     assert np.sum(mask == previous) == max(agree for _, agree in near)
     if tolerance == 1.0 and sorted(r for r, _ in prefixes)[1] > best * (1 + 1e-9):
@@ -196,6 +203,14 @@ def test_stable_anchored_kmeans_keeps_the_previous_optimum_when_it_is_better():
     np.testing.assert_array_equal(stable_anchored_kmeans(U, sets, None), free)
     np.testing.assert_array_equal(stable_anchored_kmeans(U, sets, right), right)
     np.testing.assert_array_equal(stable_anchored_kmeans(U, sets, left), free)
+    # the gate: a previous answer far worse in the method's objective than the fresh one is
+    # not a tie to break (an objective by hand: the right optimum 40× dearer, then 20×)
+    def dearer(factor):
+        return lambda c: factor if np.array_equal(c, right) else 1.0
+    np.testing.assert_array_equal(
+        stable_anchored_kmeans(U, sets, right, objective=dearer(40.0), gate=30.0), free)
+    np.testing.assert_array_equal(
+        stable_anchored_kmeans(U, sets, right, objective=dearer(20.0), gate=30.0), right)
 
 
 @settings(max_examples=40, deadline=None)

@@ -45,8 +45,8 @@ from ..eigensolve import nonconvergence as _nonconvergence
 from ..harmonic import HarmonicSolver
 from ..graphs import Graph
 from ..options import SEED, Option
-from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, stable_anchored_kmeans,
-                         stroke_agreement, sweep_cut)
+from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, ratio_cut,
+                         stable_anchored_kmeans, stroke_agreement, sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
 from ..settling import LabelSettling
@@ -63,11 +63,13 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("k2_partition", str, "sweep", "two labels: Cheeger sweep cut or k-means", "solve",
            choices=("sweep", "kmeans")),
     # On by default (issue 10 item 4): fewer results made worse by a corrective stroke and
-    # fewer strokes to 85/90% IoU on both dev sets (docs/quality.md); a session's answer then
-    # depends on its edit history, and undo gives back what was shown (answer_memory).
+    # fewer strokes to 85/90% IoU on both dev sets and in the click protocol, with the gate
+    # partition.PREVIOUS_GATE (docs/quality.md); a session's answer then depends on its edit
+    # history, and undo gives back what was shown (answer_memory).
     Option("stable_refinement", bool, True, "after an edit that only adds strokes, keep the "
-           "cut closest to the previous answer among near-equal ones (fewer results made "
-           "worse by a stroke; the answer then depends on the edit history)", "solve"),
+           "cut closest to the previous answer among near-equal ones while that answer is "
+           "still a near-best cut (fewer results made worse by a stroke; the answer then "
+           "depends on the edit history; undo gives back the answer shown)", "solve"),
     Option("amg_theta", float, DEFAULT_THETA, "strength threshold of the AMG aggregation",
            "solve", low=0.0, high=1.0),
     Option("eigensolver", str, "harmonic", "harmonic: the strokes' harmonic potentials (k − 1 "
@@ -287,16 +289,20 @@ def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition:
     ``previous`` (user ids, flat; the previous edit's answer with the same labels) makes the
     rounding stable under refinement (issue 10, option ``stable_refinement``): the sweep keeps,
     among the local minima of its ratio within :data:`segapp.partition.SWEEP_TOLERANCE` of the
-    best, the cut closest to it, and
-    k-means also starts from its regions (:func:`segapp.partition.stable_anchored_kmeans`).
-    The answer then depends on the edit history, not only on the strokes; without
-    ``previous`` (a new session, :func:`segapp.segment`) it is the history-free one.
+    best, the cut closest to it, and k-means also starts from its regions
+    (:func:`segapp.partition.stable_anchored_kmeans`) — both only while the previous answer,
+    the new strokes painted in, is itself within :data:`segapp.partition.PREVIOUS_GATE` of
+    the fresh answer in FAST-GE's objective (:func:`segapp.partition.ratio_cut`). The answer
+    then depends on the edit history, not only on the strokes; without ``previous`` (a new
+    session, :func:`segapp.segment`) it is the history-free one.
     """
     k = cons.k
     U, _, V = embed(X, pencil)
     before = None
     if previous is not None:
         before = np.searchsorted(np.asarray(cons.label_ids), previous).astype(np.int64)
+        for a, S in enumerate(cons.sets):     # the previous answer with the new strokes
+            before[S] = a
     codes = None
     if k == 2 and k2_partition == "sweep":
         x = V[:, 0]
@@ -308,7 +314,8 @@ def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition:
         if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:
             codes = None  # the best ratio cut does not separate the strokes: use k-means
     if codes is None:
-        codes = stable_anchored_kmeans(U, cons.sets, before, rng=np.random.default_rng(seed),
-                                       cancel=cancel)
+        codes = stable_anchored_kmeans(U, cons.sets, before,
+                                       objective=lambda c: ratio_cut(c, pencil, cons),
+                                       rng=np.random.default_rng(seed), cancel=cancel)
     agreement = stroke_agreement(codes, cons.sets)
     return np.asarray(cons.label_ids, np.int32)[codes], V, agreement
