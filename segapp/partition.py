@@ -57,6 +57,11 @@ STROKE_AGREEMENT = 0.999
 #: on the dev sets (docs/quality.md): tolerance 1.5–5 and window 0–0.05.
 SWEEP_TOLERANCE = 3.0
 SWEEP_WINDOW = 0.003
+#: ... and over at least ±SWEEP_MIN_WINDOW positions (±n/10 on graphs under 50 vertices): on
+#: a small graph ±0.3% is ±1 position, every wiggle of the ratio is then a candidate, and the
+#: last digits of the solve decided between them (the long fuzz: warm and cold solves of
+#: one edit 20% apart on 532 px).
+SWEEP_MIN_WINDOW = 5
 
 #: ... but only while the previous answer (the new strokes painted in) is itself a near-best
 #: partition for the new strokes: its ratio cut at most PREVIOUS_GATE × that of the fresh
@@ -394,7 +399,8 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``
     (:func:`sweep_ratios`). With ``previous`` (boolean (n,): the vertices the previous edit's
     answer put on the prefix's side), the prefix is the one that agrees with ``previous`` on
-    the most vertices among the local minima of the ratio (over ±``window``·n positions)
+    the most vertices among the local minima of the ratio (over ±``window``·n positions, at
+    least :data:`SWEEP_MIN_WINDOW` or n/10)
     whose ratio is at most ``tolerance`` × the best: refinement stability (issue 10). The
     strokes' cliques make the ratio close to the cheapest cut of the image graph that
     separates them, and its minimum jumps between cuts of similar cost (a weak boundary on
@@ -416,7 +422,7 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
         # Candidates: distinct cuts (local minima of the ratio over ±window·n positions of
         # the order), not points on a slope next to the best one shifted towards the old
         # answer: those made a bad first answer creep instead of being corrected.
-        w = max(1, int(window * n))
+        w = max(1, int(window * n), min(SWEEP_MIN_WINDOW, n // 10))
         near = np.flatnonzero((ratio <= tolerance * ratio[best])
                               & (ratio <= minimum_filter1d(ratio, 2 * w + 1, mode="nearest")))
         best = int(near[np.argmax((inside + outside)[near])])
