@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from .. import render
 from ..annotation import AnnotationModel
 from .canvas import Canvas
+from .edits import region_at
 from .qtcompat import emit
 from .renderer import Renderer
 from .state import AppState, Shown
@@ -165,11 +166,6 @@ class Display(QObject):
             return
         labels, label, only = np.asarray(shown.labels), self.state.label, \
             self.state.unlabelled_only
-
-        def region() -> np.ndarray:  # worker thread (scikit-image's first import: 50 ms)
-            from skimage.segmentation import flood
-
-            return flood(labels, (y, x), connectivity=1)
-
-        # 0.5 s at 12 MP (the flood, then the new stroke map): off the GUI thread
-        self.edit_later("Filling a region", lambda m, mask: m.fill(mask, label, only), region)
+        # 0.3 s at 12 MP (the region, then the new stroke map): off the GUI thread
+        self.edit_later("Filling a region", lambda m, mask: m.fill(mask, label, only),
+                        lambda: region_at(labels, y, x))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 from PySide6.QtCore import Qt
-from scipy import ndimage
+from skimage.segmentation import flood
 
 from segapp.annotation import BBox, EditRecord, Label
 from segapp.gui import edits, journal, state
@@ -108,8 +109,7 @@ def test_fill_clear_undo_redo_of_12_megapixels_never_block_the_window(
     # benchmarks/gui.py measures; this test is about applying the edits.
     win.worker.debounce_ms = 3_600_000
     shown = np.asarray(win.result.labels)
-    components, _ = ndimage.label(shown == shown[1500, 2000])
-    region = components == components[1500, 2000]
+    region = flood(shown, (1500, 2000), connectivity=1)  # the region under the click
     assert region.mean() > 0.4  # the fill is big: most of the rectangle
     before = win.model.scribbles.copy()
     filled = np.where(region, 3, before)
@@ -147,28 +147,37 @@ def test_fill_clear_undo_redo_of_12_megapixels_never_block_the_window(
     assert pause < 0.1 + noise, f"{name} blocked the GUI thread for {pause * 1000:.0f} ms"
 
 
-def test_a_stroke_painted_while_a_fill_is_prepared_stays_under_it(qtbot, window, monkeypatch):
-    """The fill is prepared from a copy of the strokes; a stroke painted meanwhile makes it
-    prepare again from the strokes with that stroke, in the background."""
-    win = window
-    segment(qtbot, win)
+@pytest.fixture
+def slow_preparation(monkeypatch):
+    """Big edits take 0.4 s to prepare (as at 12 MP); the event is set when one starts."""
     prepare, started = edits.prepare, threading.Event()
 
-    def slow_prepare(*args, **kwargs):  # the 12 MP case takes this long
+    def slow_prepare(*args, **kwargs):
         started.set()
         time.sleep(0.4)
         return prepare(*args, **kwargs)
 
     monkeypatch.setattr(edits, "prepare", slow_prepare)
+    return started
+
+
+def test_a_stroke_painted_while_a_fill_is_prepared_stays_under_it(qtbot, window,
+                                                                  slow_preparation):
+    """The fill is prepared from a copy of the strokes; a stroke painted meanwhile makes it
+    prepare again from the strokes with that stroke, in the background."""
+    win = window
+    segment(qtbot, win)
     disc = np.asarray(win.result.labels) == np.asarray(win.result.labels)[45, 60]
     qtbot.keyClick(win.canvas, Qt.Key.Key_G)
     qtbot.keyClick(win.canvas, Qt.Key.Key_3)
     qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
                      pos=win.canvas.mapFromScene(*DISC_CENTER))
-    qtbot.waitUntil(started.is_set)
+    qtbot.waitUntil(slow_preparation.is_set)
     qtbot.keyClick(win.canvas, Qt.Key.Key_B)
     qtbot.keyClick(win.canvas, Qt.Key.Key_4)
-    drag(qtbot, win.canvas, [(5, 85), (115, 85)])  # across the bottom, outside the disc
+    # across the fill's box, in and out of the disc: a fill prepared without the stroke
+    # would put back what was under the stroke beside the disc
+    drag(qtbot, win.canvas, [(5, 24), (115, 24)])
     stroke = win.model.scribbles == 4
     assert stroke.any() and not (win.model.scribbles == 3).any()  # the fill: not yet
     assert win.document.wait_edits()
@@ -201,25 +210,20 @@ def test_undo_right_after_a_fill_undoes_the_fill(qtbot, window):
     assert_layer_shows(win, win.model.scribbles.copy())
 
 
-def test_a_label_recoloured_while_an_edit_is_prepared_is_drawn_in_its_new_colour(
-        qtbot, window, monkeypatch):
+def test_a_label_recoloured_while_a_fill_is_prepared_is_drawn_in_its_new_colour(
+        qtbot, window, slow_preparation):
+    """The fill's stroke-layer pixels were coloured in the label's old colour: the canvas
+    colours them itself."""
     win = window
-    drag(qtbot, win.canvas, [(10, 20), (110, 20)])
-    prepare, started = edits.prepare, threading.Event()
-
-    def slow_prepare(*args, **kwargs):
-        started.set()
-        time.sleep(0.3)
-        return prepare(*args, **kwargs)
-
-    monkeypatch.setattr(edits, "prepare", slow_prepare)
-    qtbot.keyClick(win.canvas, Qt.Key.Key_Delete, CTRL)  # clear all
-    qtbot.waitUntil(started.is_set)
-    win.model.set_label_color(1, (1, 2, 3))  # the prepared pixels are in the old colour
+    segment(qtbot, win)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_G)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_3)
+    qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
+                     pos=win.canvas.mapFromScene(*DISC_CENTER))
+    qtbot.waitUntil(slow_preparation.is_set)
+    win.model.set_label_color(3, (1, 2, 3))  # as the Labels panel's Colour… button does
     assert win.document.wait_edits()
-    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, CTRL)
-    assert win.document.wait_edits()
-    assert (win.model.scribbles == 1).any()
+    assert (win.model.scribbles == 3).any()
     assert_layer_shows(win, win.model.scribbles.copy())
 
 
@@ -253,6 +257,14 @@ def test_a_prepared_edit_is_the_colouring_counting_and_packing_of_its_values(rec
         expected[a] -= 1
         expected[b] += 1
     np.testing.assert_array_equal(ready.change, expected)
-    import zlib
-
     assert zlib.decompress(ready.packed) == values.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 20), st.integers(1, 20), st.integers(1, 4), st.data())
+def test_the_fill_region_is_the_4_connected_component_under_the_click(h, w, k, data):
+    labels = np.array(data.draw(st.lists(st.integers(1, k), min_size=h * w, max_size=h * w)),
+                      np.int64).reshape(h, w)
+    y, x = data.draw(st.integers(0, h - 1)), data.draw(st.integers(0, w - 1))
+    np.testing.assert_array_equal(edits.region_at(labels, y, x),
+                                  flood(labels, (y, x), connectivity=1))
