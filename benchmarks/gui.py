@@ -19,7 +19,8 @@ was on screen, when the full result's status came and when its overlay was on sc
 the step (a blocked GUI thread shows as one long gap; other processes on the machine add
 their own noise, so compare runs made at the same load). The edits of step 4 are timed until
 they are applied and 0.1 s more (drawn, before the debounced re-solve starts), then apart
-until their segmentation is on screen.
+until their segmentation is on screen; the same timer's longest pause with nothing to do for
+a second, before and after them, shows the machine's own noise.
 
 Run: ``python benchmarks/gui.py`` (a few minutes on 2 cores).
 """
@@ -102,8 +103,6 @@ def main() -> None:
                     print(f"  {t - t0[0]:7.2f} s  {what}")
 
         def full_result() -> bool:
-            if win.state.history is not None and len(win.state.history.label_ids_present()) < 2:
-                return not win.worker.is_busy  # nothing to segment (all strokes cleared)
             shown = win.state.shown
             return (shown is not None and shown.tag == win.display.tag
                     and not shown.result.preview and not win.worker.is_busy)
@@ -150,7 +149,12 @@ def main() -> None:
             gaps = np.diff([t0[0]] + stamps + [time.perf_counter()])
             print(f"{name}: applied after {applied - t0[0]:.2f} s, longest GUI-thread pause "
                   f"{gaps.max() * 1000:.0f} ms")
-            step("  then until its segmentation is shown", lambda: None, full_result)
+            step("  then until its segmentation is shown", lambda: None, settled)
+
+        def settled() -> bool:  # the result of the strokes on screen, or none to segment
+            if len(win.state.history.label_ids_present()) < 2:
+                return not win.worker.is_busy
+            return full_result()
 
         def keys(key, modifiers=Qt.KeyboardModifier.NoModifier):
             return lambda: QTest.keyClick(win.canvas, key, modifiers)
@@ -161,7 +165,17 @@ def main() -> None:
             QTest.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
                              Qt.KeyboardModifier.NoModifier, pos)
 
+        def idle() -> None:  # the machine's own noise: the same timer with nothing to do
+            stamps.clear()
+            t0[0] = time.perf_counter()
+            while time.perf_counter() < t0[0] + 1.0:
+                app.processEvents()
+                time.sleep(0.002)
+            gaps = np.diff([t0[0]] + stamps + [time.perf_counter()])
+            print(f"idle for 1 s: longest GUI-thread pause {gaps.max() * 1000:.0f} ms")
+
         ctrl, shift = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier
+        idle()
         win.select_label(1)
         edit_step(f"fill (G, click on the largest region, {len(ys) / shown.size:.0%} of the "
                   "image)", fill)
@@ -169,6 +183,7 @@ def main() -> None:
         edit_step("redo the fill (Ctrl+Shift+Z)", keys(Qt.Key.Key_Z, ctrl | shift))
         edit_step("clear all strokes (Ctrl+Delete)", keys(Qt.Key.Key_Delete, ctrl))
         edit_step("undo the clear (Ctrl+Z)", keys(Qt.Key.Key_Z, ctrl))
+        idle()
         win.choose = lambda *a: "Discard"
         win.close()
 
