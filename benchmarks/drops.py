@@ -3,10 +3,11 @@
 Usage::
 
     python benchmarks/drops.py [--data DIR] [--dataset bsds|grabcut] [--every N] [--scale 0.5]
-                               [--stable]
+                               [--fresh]
 
 Replays the quality benchmark's robot (:mod:`benchmarks.quality`, same seed, same strokes) with
-one default ``segapp.Session`` per image, as the benchmark does. For every corrective stroke
+one default ``segapp.Session`` per image, as the benchmark does (``--fresh``: with
+``stable_refinement=False``, every answer from the strokes alone). For every corrective stroke
 after which the IoU falls by more than 5 points (:data:`benchmarks.quality.DROP`) it prints
 
 - the share of pixels whose label changed, the share that went to the new stroke's label, and
@@ -52,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--scale", type=float, default=0.5)
     ap.add_argument("--max-strokes", type=int, default=20)
-    ap.add_argument("--stable", action="store_true",
-                    help="sessions with stable_refinement=True (the drops that remain with it)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="sessions with stable_refinement=False (history-free answers)")
     args = ap.parse_args(argv)
     data = find_data(args.data)
     if data is None:
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in first:
             scribbles = paint(scribbles, s)
         n = len(first)
-        session = segapp.Session(smp.image, stable_refinement=args.stable)
+        session = segapp.Session(smp.image, stable_refinement=not args.fresh)
         graph = FastGE.from_image(smp.image).graph   # the same default graph, for the objective
         prev = None
         while True:

@@ -17,9 +17,9 @@ Methods
 ``fastge_gauss1``, ``fastge_nlm``
     segapp FAST-GE without TV on the image pre-filtered by a 1-px Gaussian or by non-local
     means (:data:`PREFILTERS`; the candidates measured against TV, benchmark only).
-``fastge_stable``
-    segapp FAST-GE with ``stable_refinement=True``: after an added stroke, the cut closest to
-    the previous answer among near-equal ones (issue 10 item 4).
+``fastge_fresh``
+    segapp FAST-GE with ``stable_refinement=False``: every answer from the strokes alone, with
+    no tie-breaking towards the previous answer (the default until issue 10 item 4).
 ``fastge_r2``, ``fastge_r3``
     segapp FAST-GE on wider graphs: every pixel joined to all pixels within radius 2 (12
     neighbours) or 3 (28 neighbours), to measure how the graph's reach affects quality.
@@ -259,9 +259,9 @@ SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
                   "segapp FAST-GE, radius-2 graph (12 neighbours)"),
     "fastge_r3": ("fastge", {"radius": 3},
                   "segapp FAST-GE, radius-3 graph (28 neighbours)"),
-    "fastge_stable": ("fastge", {"stable_refinement": True},
-                      "segapp FAST-GE, stable_refinement=True (the previous answer among "
-                      "near-equal cuts)"),
+    "fastge_fresh": ("fastge", {"stable_refinement": False},
+                     "segapp FAST-GE, stable_refinement=False (history-free: no tie-break "
+                     "towards the previous answer)"),
     "fastge_raw": ("fastge", {"denoise": 0.0},
                    "segapp FAST-GE without the TV pre-filter (the graph before issue 10)"),
     "fastge_tv05": ("fastge", {"denoise": 0.5}, "segapp FAST-GE, TV weight 0.5 x noise"),

@@ -3,6 +3,11 @@
 :class:`Session` validates the image once, lets the chosen method build what it can reuse
 (image graph, multigrid hierarchy) and then answers :meth:`Session.update` for every edit,
 warm-starting from the previous solution. :func:`segment` is the one-shot form.
+
+For FAST-GE a session's answer also depends on its edit history (``stable_refinement``, on by
+default): after an edit that only adds strokes, the cut closest to the previous answer among
+near-equal ones; strokes seen before (undo, redo) give back the answer given then
+(:mod:`segapp.answer_memory`). :func:`segment` has no history.
 """
 
 from __future__ import annotations

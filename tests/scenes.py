@@ -135,3 +135,17 @@ def restricted_eigh(LG, LH, d, count):
     Q = sla.null_space(d[None, :])
     lam, Y = sla.eigh(Q.T @ LG @ Q, Q.T @ LH @ Q, subset_by_index=[0, count - 1])
     return lam, Q @ Y
+
+
+def voronoi_image(rng: np.random.Generator) -> np.ndarray:
+    """3–5 flat regions (Voronoi cells), noise, sometimes grey; 16–32 × 16–32 px."""
+    H, W = rng.integers(16, 33, size=2)
+    k = rng.integers(3, 6)
+    sites = rng.uniform([0, 0], [H, W], size=(k, 2))
+    yy, xx = np.mgrid[:H, :W]
+    regions = np.argmin((yy[..., None] - sites[:, 0]) ** 2 + (xx[..., None] - sites[:, 1]) ** 2,
+                        axis=-1)
+    img = rng.uniform(0, 1, (k, 3))[regions] + rng.normal(0, rng.choice([0.01, 0.05]),
+                                                         (H, W, 3))
+    img = np.clip(img, 0, 1).astype(np.float32)
+    return img.mean(axis=2) if rng.random() < 0.2 else img

@@ -123,7 +123,11 @@ def test_reused_hierarchy_gives_the_cold_result(blocks):
     warm_method = FastGE(g, warm_start=True)
     warm_method.update(s)
     warm = warm_method.update(s2)
-    cold = FastGE(g).update(s2)
+    # the same edits without reusing the hierarchy: the answer after an added stroke
+    # depends on the one before (stable_refinement), which is not what is compared here
+    cold_method = FastGE(g, warm_start=False)
+    cold_method.update(s)
+    cold = cold_method.update(s2)
     assert warm.diagnostics.warm_start and not cold.diagnostics.warm_start
     np.testing.assert_allclose(warm.eigenvalues, cold.eigenvalues, rtol=1e-5)
     assert np.mean(warm.labels == cold.labels) >= 0.999
