@@ -5,10 +5,15 @@ and view flags from it and follows their events; it keeps only view things (zoom
 brush cursor). Strokes are painted into the :class:`~segapp.annotation.AnnotationModel`; it observes
 the model's ``changed(bbox)`` events and re-colours only that box of an RGBA stroke layer that
 shares memory with a QImage, then asks Qt to repaint only that rectangle. That keeps painting
-smooth on 12-megapixel images (no full-image conversions per mouse move).
+smooth on 12-megapixel images (no full-image conversions per mouse move). The box of a big
+edit (a fill, a clear, their undo) is coloured off the GUI thread instead
+(:mod:`segapp.gui.edits`) and only copied in (:meth:`Canvas.prepared_layer`).
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
@@ -25,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..annotation import AnnotationModel, BBox
+from .edits import Prepared
 from .loader import View, make_view
 from .qimage import RGBABuffer, label_lut
 from .qtcompat import emit
@@ -85,6 +91,7 @@ class Canvas(QGraphicsView):
         self.model: AnnotationModel | None = None
         self._lut = label_lut({})
         self._strokes: RGBABuffer | None = None
+        self._prepared: Prepared | None = None  # see prepared_layer
         self._painting = False
         self._panning = False
         self._space_down = False
@@ -185,6 +192,10 @@ class Canvas(QGraphicsView):
         """The RGBA stroke layer as displayed (for tests)."""
         return None if self._strokes is None else self._strokes.array
 
+    def layer_lut(self) -> np.ndarray:
+        """The label colours of the stroke layer (:func:`~segapp.gui.qimage.label_lut`)."""
+        return self._lut.copy()
+
     # -- model observation -----------------------------------------------------------------
     def _on_labels_changed(self, _label_id: int) -> None:
         if self.model is None:
@@ -193,10 +204,24 @@ class Canvas(QGraphicsView):
         self._on_model_changed(BBox.full(self.model.shape))
         self._update_cursor()
 
+    @contextmanager
+    def prepared_layer(self, edit: Prepared) -> Iterator[None]:
+        """While the model applies ``edit``, copy its stroke-layer pixels in instead of
+        colouring its box here (unless the label colours changed since it was coloured)."""
+        self._prepared = edit
+        try:
+            yield
+        finally:
+            self._prepared = None
+
     def _on_model_changed(self, box: BBox) -> None:
         if self.model is None or self._strokes is None or box.empty:
             return
-        self._strokes.paint_labels(self.model.scribbles, self._lut, box)
+        ready = self._prepared
+        if ready is not None and ready.bbox == box and np.array_equal(ready.lut, self._lut):
+            self._strokes.pixels[box.slices] = ready.pixels
+        else:
+            self._strokes.paint_labels(self.model.scribbles, self._lut, box)
         self._stroke_item.update(QRectF(box.x0, box.y0, box.width, box.height))
         if self.hint.isVisible() or not self.model.stroking:
             self._update_hint()

@@ -38,7 +38,7 @@ from PySide6.QtCore import QObject, QSettings, QStandardPaths, QTimer, Signal
 from .. import io
 from ..annotation import AnnotationModel, EditRecord, Label
 from ..errors import SegappError
-from . import files
+from . import edits, files
 from .exporter import ExportReport, Exporter
 from .journal import Recovered
 from .loader import Loaded, Loader, load_image, load_session
@@ -54,6 +54,9 @@ SCRIBBLE_FILTER = "Scribble or label PNGs (*.png);;All files (*)"
 SESSION_FILTER = "segapp sessions (*.segapp.json)"
 MAX_RECENT = 8
 FOLDER_KINDS = ("open", "import", "session", "export")
+#: An edit prepared off the GUI thread is prepared again (the strokes changed while it was)
+#: at most this many times in all; then it is applied on the GUI thread.
+MAX_TRIES = 3
 
 
 def default_recovery_dir() -> Path:
@@ -149,11 +152,11 @@ class Document(QObject):
             self.window.show_error(f"Crash recovery is off: cannot write its journal: {exc}")
             self.instance = None
 
-    def _journal(self, method: str, *args: Any) -> None:
+    def _journal(self, method: str, *args: Any, **kwargs: Any) -> None:
         if self.instance is None:
             return
         try:
-            getattr(self.instance.journal, method)(*args)
+            getattr(self.instance.journal, method)(*args, **kwargs)
             if self.instance.journal.needs_compaction():
                 self._journal_start()
         except OSError as exc:
@@ -163,22 +166,75 @@ class Document(QObject):
     # ==========================================================================================
     # edits (every one journalled as it completes)
     # ==========================================================================================
-    def edit(self, record: EditRecord | None) -> None:
-        """An edit already applied to the strokes (a stroke, fill, clear or import)."""
+    def edit(self, record: EditRecord | None, ready: edits.Prepared | None = None) -> None:
+        """An edit already applied to the strokes (a stroke, fill, clear or import);
+        ``ready``: its counts and journal frame, prepared off the GUI thread."""
         if record is None or self.state.history is None:
             return
-        self.state.history.push(record)
-        self._journal("edit", record.bbox, record.new)
+        self.state.history.push(record, None if ready is None else ready.change)
+        self._journal("edit", record.bbox, record.new,
+                      packed=None if ready is None else ready.packed)
 
     def undo(self) -> None:
-        self._replay(self.state.history.undo() if self.state.history else None)
+        self._step_back_or_forth(undo=True)
 
     def redo(self) -> None:
-        self._replay(self.state.history.redo() if self.state.history else None)
+        self._step_back_or_forth(undo=False)
+
+    def _step_back_or_forth(self, undo: bool) -> None:
+        """Undo or redo: at once if it is small and no edit is waiting; else in turn after the
+        edits asked for before it, its stroke layer coloured off the GUI thread."""
+        history = self.state.history
+        if history is None:
+            return
+        record = history.next_undo() if undo else history.next_redo()
+        if not self.editor.running and not edits.is_big(record):
+            self._replay(history.undo() if undo else history.redo())
+            return
+        model, what = self.state.strokes, "Undoing" if undo else "Redoing"
+        tries = itertools.count(1)
+
+        def start(first: bool = False) -> None:
+            record = history.next_undo() if undo else history.next_redo()
+            if self.state.strokes is not model or not edits.is_big(record):  # e.g. a stroke now
+                if self.state.strokes is model:
+                    self._replay(history.undo() if undo else history.redo())
+                return
+            lut, change = self._canvas.layer_lut(), history.change_of(record)
+            self.editor.start(what, lambda _step: edits.prepare(record, lut, undo, change), done,
+                              lambda msg: self.window.show_error(f"{what} failed: {msg}"),
+                              first=first)
+
+        def done(ready: edits.Prepared) -> None:
+            if self.state.strokes is not model:
+                return  # another image is open now
+            if model.stroking:  # never in the middle of a stroke: right after it
+                QTimer.singleShot(20, lambda: done(ready))
+                return
+            if ready.record is not (history.next_undo() if undo else history.next_redo()) \
+                    and next(tries) < MAX_TRIES:  # a stroke came first: prepare the new step
+                start(first=True)
+                return
+            with self._canvas.prepared_layer(ready):
+                record = history.undo() if undo else history.redo()
+            if record is ready.record:
+                self._journal("edit", record.bbox, packed=ready.packed)
+            else:
+                self._replay(record)
+
+        if self.editor.running:
+            self.editor.start(what, lambda _step: None, lambda _none: start(first=True),
+                              lambda _msg: None)  # its turn comes after the edits before it
+        else:
+            start()
 
     def _replay(self, record: EditRecord | None) -> None:
         if record is not None:
             self._journal("edit", record.bbox, self.state.strokes.scribbles[record.bbox.slices])
+
+    @property
+    def _canvas(self) -> Any:
+        return self.window.canvas
 
     def clear_label(self, label: int) -> None:
         self.edit_later("Clearing a label", lambda model, _: model.clear_label(label))
@@ -191,8 +247,10 @@ class Document(QObject):
         """A whole-map edit (clear, fill): made off the GUI thread, applied as one step.
 
         ``data = prepare()`` and ``change(model, data)`` run in the background on a copy of the
-        strokes (a 12 MP fill or clear takes 0.1-0.5 s); the GUI thread then applies the
-        record. Edits queue up in the order they were asked for.
+        strokes (a 12 MP fill or clear takes 0.1-0.5 s), and so does the colouring of the
+        stroke layer in the edit's box (:mod:`segapp.gui.edits`); the GUI thread then applies
+        the record by copying. Edits (and undo / redo steps asked for meanwhile) are applied
+        in the order they were asked for, each prepared from the strokes the one before left.
         """
         self._edit_off_thread(what, change, prepare, self.editor,
                               lambda msg: self.window.show_error(f"{what} failed: {msg}"))
@@ -205,31 +263,46 @@ class Document(QObject):
         model = self.state.strokes
         if model is None:
             return
-        snapshot, revision = model.scribbles.copy(), model.revision
+        tries = itertools.count(1)
 
-        def work(step: Any) -> tuple[Any, EditRecord | None]:
+        def work(step: Any) -> tuple[int, Any, edits.Prepared | None]:
             step(0, 2, what)
             data = prepare()
             step(1, 2, what)
+            # Read before the copy: a stroke painted while it is copied shows as a newer
+            # revision when the result is applied, and the edit is then prepared again.
+            revision = model.revision
             scratch = AnnotationModel(model.shape, list(model.labels.values()))
-            scratch.scribbles = snapshot
-            return data, change(scratch, data)
+            scratch.scribbles = model.scribbles.copy()
+            record = change(scratch, data)
+            return revision, data, None if record is None else edits.prepare(record, lut)
 
-        def done(result: tuple[Any, EditRecord | None]) -> None:
-            data, record = result
+        def done(result: tuple[int, Any, edits.Prepared | None]) -> None:
+            revision, data, ready = result
             if self.state.strokes is not model:
                 return  # another image is open now
             if model.stroking:  # never in the middle of a stroke: right after it
                 QTimer.singleShot(20, lambda: done(result))
                 return
-            if model.revision != revision:  # the strokes changed meanwhile: change them here
-                record = change(model, data)
-            elif record is not None:
-                record.redo(model)
-            self.edit(record)
+            if model.revision == revision:
+                if ready is not None:
+                    with self._canvas.prepared_layer(ready):
+                        ready.record.redo(model)
+                self.edit(None if ready is None else ready.record, ready)
+            elif next(tries) < MAX_TRIES:  # the strokes changed meanwhile: prepare it again
+                runner.start(what, work, done, failed, cancelled, first=True)
+                return
+            else:  # they keep changing: change them here
+                self.edit(change(model, data))
             then()
 
+        lut = self._canvas.layer_lut()
         runner.start(what, work, done, failed, cancelled)
+
+    def wait_edits(self, msecs: int = 120_000) -> bool:
+        """Run the event loop until the whole-map edits and undo / redo steps asked for are
+        applied (scripts, tests); False on timeout."""
+        return self.editor.wait_loaded(msecs)
 
     def _on_labels_changed(self, _label_id: int) -> None:
         self._labels_dirty = True

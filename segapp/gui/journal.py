@@ -65,7 +65,8 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-def _pack_map(values: np.ndarray) -> bytes:
+def pack_map(values: np.ndarray) -> bytes:
+    """Label values (0..9) as an edit frame stores them (zlib, fastest level)."""
     return zlib.compress(np.ascontiguousarray(values, dtype=np.uint8).tobytes(), 1)
 
 
@@ -100,7 +101,7 @@ class Journal:
         h, w = scribbles.shape
         meta = _json({"image": str(image_path), "shape": [h, w],
                       "labels": [lab.to_dict() for lab in labels], "settings": settings})
-        return _frame(BASE, struct.pack("<I", len(meta)) + meta + _pack_map(scribbles))
+        return _frame(BASE, struct.pack("<I", len(meta)) + meta + pack_map(scribbles))
 
     def _append(self, kind: int, payload: bytes) -> None:
         if self._fd is None:
@@ -109,9 +110,12 @@ class Journal:
         os.write(self._fd, data)  # one call: the frame is complete or absent after a kill
         self.size += len(data)
 
-    def edit(self, box: BBox, values: np.ndarray) -> None:
-        """The strokes in ``box`` are now ``values`` (after a stroke, undo, redo or clear)."""
-        self._append(EDIT, _BOX.pack(box.y0, box.x0, box.y1, box.x1) + _pack_map(values))
+    def edit(self, box: BBox, values: np.ndarray | None = None, *,
+             packed: bytes | None = None) -> None:
+        """The strokes in ``box`` are now ``values`` (after a stroke, undo, redo or clear);
+        ``packed``: the values already packed by :func:`pack_map` (off the GUI thread)."""
+        packed = pack_map(values) if packed is None else packed
+        self._append(EDIT, _BOX.pack(box.y0, box.x0, box.y1, box.x1) + packed)
 
     def labels(self, labels: list[Label]) -> None:
         self._append(LABELS, _json([lab.to_dict() for lab in labels]))

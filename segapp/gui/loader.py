@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -35,7 +36,7 @@ from .files import SessionData
 from .files import load_session as read_session
 from .qimage import RGBABuffer, label_lut
 from .qtcompat import emit
-from .state import label_counts
+from .edits import label_counts
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,8 @@ class Loader(QObject):
     """Runs jobs one at a time in the background, in the order they were started.
 
     With ``supersede`` (opening files) a new job cancels the ones not finished; without it
-    (saving, edits) jobs queue up and each reports in turn.
+    (saving, edits) jobs queue up: each starts once the one before has finished *and* its
+    callback has run, so an edit is prepared from the strokes the edit before it left.
 
     Signals
     -------
@@ -184,6 +186,7 @@ class Loader(QObject):
         self._signals.finished.connect(self._on_finished)
         self._tickets = 0
         self._pending: dict[int, _Pending] = {}  # by ticket, oldest first
+        self._queued: deque[_LoadJob] = deque()  # without supersede: started in turn
 
     @property
     def running(self) -> bool:
@@ -194,23 +197,38 @@ class Loader(QObject):
         return next(reversed(self._pending.values())).what if self._pending else ""
 
     def start(self, what: str, work: Callable[[Step], Any], done: Callable[[Any], None],
-              failed: Callable[[str], None], cancelled: Callable[[], None] = lambda: None) -> None:
+              failed: Callable[[str], None], cancelled: Callable[[], None] = lambda: None,
+              *, first: bool = False) -> None:
         """Run ``work(step)`` off the GUI thread; then ``done(result)`` or ``failed(message)``
         on the GUI thread, or ``cancelled()`` (at once) if :meth:`cancel` or, with
         ``supersede``, a newer job comes first. ``what`` names the job for the user (e.g.
-        "Opening photo.jpg")."""
+        "Opening photo.jpg"). With ``first`` (a job started again from its own callback)
+        it runs before the jobs waiting."""
         if self.supersede:
             self.cancel()
         self._tickets += 1
         event = threading.Event()
-        self._pending[self._tickets] = _Pending(self._tickets, what, done, failed, cancelled,
-                                                event)
+        pending = _Pending(self._tickets, what, done, failed, cancelled, event)
+        if first:
+            self._pending = {pending.ticket: pending, **self._pending}
+        else:
+            self._pending[pending.ticket] = pending
         emit(self.progress, 0, 1, what)
-        self._pool.start(_LoadJob(self._tickets, work, event, self._signals))
+        job = _LoadJob(self._tickets, work, event, self._signals)
+        if self.supersede:
+            self._pool.start(job)
+            return
+        if first:
+            self._queued.appendleft(job)
+        else:
+            self._queued.append(job)
+        if len(self._pending) == len(self._queued):  # none in the worker: this one goes now
+            self._pool.start(self._queued.popleft())
 
     def cancel(self) -> None:
         """Cancel the jobs not finished (their ``cancelled`` callbacks run now)."""
         pending, self._pending = list(self._pending.values()), {}
+        self._queued.clear()
         if not pending:
             return
         emit(self.progress, 0, 0, "")
@@ -251,5 +269,7 @@ class Loader(QObject):
             else:
                 job.done(result)
         finally:
+            if self._queued and len(self._pending) == len(self._queued):
+                self._pool.start(self._queued.popleft())  # the next in turn
             if not self._pending:
                 emit(self.idle)

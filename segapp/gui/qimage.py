@@ -24,6 +24,16 @@ def rgba_to_qimage(rgba: np.ndarray) -> QImage:
     return QImage(a.data, w, h, 4 * w, QImage.Format.Format_RGBA8888).copy()
 
 
+def display_qimage(array: np.ndarray) -> QImage:
+    """``(H, W, 3)`` or ``(H, W, 4)`` uint8 → QImage in the format QPixmap keeps on the raster
+    backends (RGB32, premultiplied ARGB32), made where this runs (a worker thread): Qt's
+    ``QPixmap.fromImage`` then converts nothing on the GUI thread (20 ms for a 12 MP
+    RGBA8888 image, 0 once converted)."""
+    if array.shape[-1] == 4:
+        return rgba_to_qimage(array).convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
+    return rgb_to_qimage(array).convertToFormat(QImage.Format.Format_RGB32)
+
+
 def qimage_to_rgb(image: QImage) -> np.ndarray:
     """QImage → ``(H, W, 3)`` uint8 copy."""
     img = image.convertToFormat(QImage.Format.Format_RGB888)

@@ -3,8 +3,9 @@
 A 12-megapixel label layer or heat map takes 0.1–0.5 s of numpy work; doing it on the GUI
 thread would freeze painting. :class:`Renderer` runs the drawing function (one of
 :mod:`segapp.render`'s, through :class:`~segapp.gui.state.AppState`) on a one-thread pool,
-converts the array to a ``QImage`` there (QImage, unlike QPixmap, may be made off the GUI
-thread) and hands it back with the request's name; a request superseded meanwhile is dropped.
+converts the array to a ``QImage`` there, in the format the canvas's pixmaps use (QImage,
+unlike QPixmap, may be made off the GUI thread), and hands it back with the request's name;
+a request superseded meanwhile is dropped.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from .qimage import rgb_to_qimage, rgba_to_qimage
+from .qimage import display_qimage
 from .qtcompat import emit
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,7 @@ class _Job(QRunnable):
     def run(self) -> None:
         try:
             a = self.draw()
-            image = None if a is None else (rgba_to_qimage(a) if a.shape[-1] == 4
-                                            else rgb_to_qimage(a))
+            image = None if a is None else display_qimage(a)
         except Exception:  # a bug: log it; the layer stays as it was
             log.error("drawing %s failed:\n%s", self.layer, traceback.format_exc())
             return

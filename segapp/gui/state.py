@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import render
 from ..annotation import MAX_LABELS, AnnotationModel, EditRecord, Emitter
+from .edits import count_change, label_counts
 
 T = TypeVar("T")
 
@@ -96,11 +97,6 @@ def _label(v: Any) -> int:
 # --------------------------------------------------------------------------------------------
 # undo history
 # --------------------------------------------------------------------------------------------
-def label_counts(labels: np.ndarray) -> np.ndarray:
-    """Pixels per label id 0..MAX_LABELS of a label map (int64)."""
-    return np.bincount(np.ravel(labels), minlength=MAX_LABELS + 1)[:MAX_LABELS + 1]
-
-
 class History:
     """Undo/redo of :class:`EditRecord` s, bounded in bytes (oldest steps dropped first).
 
@@ -109,7 +105,10 @@ class History:
     it was pushed on: pushing after an undo drops the redo steps). Results are cached on it.
 
     It also keeps the number of pixels of each label, updated from each record's box, so that
-    "which labels are painted" costs nothing per edit (a full count is 30–130 ms at 12 MP).
+    "which labels are painted" costs nothing per edit (a full count is 30–130 ms at 12 MP);
+    each record's change of the counts is computed once, when it is pushed (or given by the
+    caller, who computed it off the GUI thread: :mod:`segapp.gui.edits`), and reused by its
+    undo and redo.
 
     Events: ``changed()`` after push / undo / redo / clear.
     """
@@ -123,6 +122,7 @@ class History:
         #: pixels per label id 0..MAX_LABELS (``counts``: given by a caller that has them)
         self.counts = label_counts(model.scribbles) if counts is None else np.array(counts)
         self._steps: list[tuple[int, EditRecord]] = []
+        self._changes: dict[int, np.ndarray] = {}  # by serial: edits.count_change(record)
         self._index = 0
         self._base = next(self._serials)  # the strokes the history started from
         self.changed = Emitter()
@@ -134,39 +134,54 @@ class History:
         """Label ids with at least one painted pixel, sorted (as the model's, from counts)."""
         return [int(i) for i in np.nonzero(self.counts[1:])[0] + 1]
 
-    def _count(self, record: EditRecord, sign: int) -> None:
-        # only the pixels that changed: bincount converts its input to int64, 0.1-0.2 s for
-        # the box of a 12 MP fill or clear, where comparing and selecting takes ~20 ms
-        changed = record.old != record.new
-        self.counts += sign * (label_counts(record.new[changed]) - label_counts(record.old[changed]))
-
     def can_undo(self) -> bool:
         return self._index > 0
 
     def can_redo(self) -> bool:
         return self._index < len(self._steps)
 
-    def push(self, record: EditRecord | None) -> None:
-        """Add an edit that has already been applied to the model."""
+    def push(self, record: EditRecord | None, change: np.ndarray | None = None) -> None:
+        """Add an edit that has already been applied to the model; ``change``: its
+        :func:`~segapp.gui.edits.count_change` if the caller has it."""
         if record is None:
             return
+        for serial, _ in self._steps[self._index:]:
+            self._changes.pop(serial, None)
         del self._steps[self._index:]
-        self._steps.append((next(self._serials), record))
+        serial = next(self._serials)
+        self._steps.append((serial, record))
+        self._changes[serial] = count_change(record) if change is None else np.asarray(change)
         self._index += 1
-        self._count(record, +1)
+        self.counts += self._changes[serial]
         while sum(r.nbytes for _, r in self._steps) > self.max_bytes and self._index > 1:
             self._base = self._steps.pop(0)[0]
+            self._changes.pop(self._base, None)
             self._index -= 1
         self.changed.emit()
+
+    def next_undo(self) -> EditRecord | None:
+        """The record :meth:`undo` would undo (None if there is none)."""
+        return self._steps[self._index - 1][1] if self.can_undo() else None
+
+    def next_redo(self) -> EditRecord | None:
+        """The record :meth:`redo` would apply (None if there is none)."""
+        return self._steps[self._index][1] if self.can_redo() else None
+
+    def change_of(self, record: EditRecord) -> np.ndarray | None:
+        """The count change of a record in the history (None if it is not in it)."""
+        for serial, r in self._steps:
+            if r is record:
+                return self._changes[serial]
+        return None
 
     def undo(self) -> EditRecord | None:
         """Undo the newest applied edit; return it (None if there was none)."""
         if not self.can_undo():
             return None
         self._index -= 1
-        record = self._steps[self._index][1]
+        serial, record = self._steps[self._index]
         record.undo(self.model)
-        self._count(record, -1)
+        self.counts -= self._changes[serial]
         self.changed.emit()
         return record
 
@@ -174,10 +189,10 @@ class History:
         """Apply the next undone edit again; return it (None if there was none)."""
         if not self.can_redo():
             return None
-        record = self._steps[self._index][1]
+        serial, record = self._steps[self._index]
         self._index += 1  # first, so that observers of the model see the new key
         record.redo(self.model)
-        self._count(record, +1)
+        self.counts += self._changes[serial]
         self.changed.emit()
         return record
 

@@ -252,6 +252,15 @@ class SegmentationWorker(QObject):
         self.results.clear()
 
     @property
+    def debounce_ms(self) -> int:
+        """Delay between the last request and the solve."""
+        return self._timer.interval()
+
+    @debounce_ms.setter
+    def debounce_ms(self, ms: int) -> None:
+        self._timer.setInterval(int(ms))
+
+    @property
     def generation(self) -> int:
         return self._generation
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 # Before anything imports Qt: no display is needed for the widget tests (the Xvfb test runs
@@ -33,7 +34,7 @@ def pytest_collection_modifyitems(config, items):
         if str(item.fspath).startswith(here) and "preflight" not in str(item.fspath):
             item.add_marker(skip)
 
-from PySide6.QtCore import QCoreApplication, QPoint, QSettings, Qt  # noqa: E402
+from PySide6.QtCore import QCoreApplication, QPoint, QSettings, Qt, QTimer  # noqa: E402
 
 from segapp.gui.files import EXPORT_KINDS  # noqa: E402
 from xvfb import running_xvfb  # noqa: E402  (tests/ is on sys.path)
@@ -199,6 +200,31 @@ def simulate_crash(win) -> None:
 
 
 # -- helpers shared by the window tests ----------------------------------------------------
+def gaps_while(qtbot, act, until, interval_ms=10, timeout=60_000):
+    """Start a 10 ms QTimer, call ``act()``, run the event loop until ``until()`` and 0.3 s
+    more (the first paints); return the gaps (s) between ticks. A blocked GUI thread shows
+    as one gap as long as the block (the timer is started before ``act``)."""
+    stamps = [time.perf_counter()]
+    timer = QTimer()
+    timer.setInterval(interval_ms)
+    timer.timeout.connect(lambda: stamps.append(time.perf_counter()))
+    timer.start()
+    try:
+        act()
+        qtbot.waitUntil(until, timeout=timeout)
+        qtbot.wait(300)
+    finally:
+        timer.stop()
+    stamps.append(time.perf_counter())
+    return np.diff(stamps)
+
+
+def idle_noise(qtbot, seconds=1.0):
+    """Worst gap of the same timer with nothing to do: the machine's own scheduling noise."""
+    t_end = time.perf_counter() + seconds
+    return gaps_while(qtbot, lambda: None, lambda: time.perf_counter() > t_end).max()
+
+
 SOLVE_TIMEOUT = 20_000  # ms; a 120×90 solve takes well under a second, CI machines are slow
 
 

@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 from PIL import Image
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 
 from segapp.samples import sample_path
 
-from .conftest import SOLVE_TIMEOUT, drag
+from .conftest import SOLVE_TIMEOUT, drag, gaps_while, idle_noise
 
 H12, W12 = 3000, 4000  # 12 MP
 
@@ -24,31 +24,6 @@ def photo_12mp(tmp_path_factory):
     with Image.open(sample_path("coffee")) as im:
         im.convert("RGB").resize((W12, H12), Image.Resampling.BICUBIC).save(path, quality=90)
     return path
-
-
-def gaps_while(qtbot, act, until, interval_ms=10, timeout=60_000):
-    """Start a 10 ms QTimer, call ``act()``, run the event loop until ``until()`` and 0.3 s
-    more (the first paints); return the gaps (s) between ticks. A blocked GUI thread shows
-    as one gap as long as the block (the timer is started before ``act``)."""
-    stamps = [time.perf_counter()]
-    timer = QTimer()
-    timer.setInterval(interval_ms)
-    timer.timeout.connect(lambda: stamps.append(time.perf_counter()))
-    timer.start()
-    try:
-        act()
-        qtbot.waitUntil(until, timeout=timeout)
-        qtbot.wait(300)
-    finally:
-        timer.stop()
-    stamps.append(time.perf_counter())
-    return np.diff(stamps)
-
-
-def idle_noise(qtbot, seconds=1.0):
-    """Worst gap of the same timer with nothing to do: the machine's own scheduling noise."""
-    t_end = time.perf_counter() + seconds
-    return gaps_while(qtbot, lambda: None, lambda: time.perf_counter() > t_end).max()
 
 
 def test_opening_a_12_megapixel_photo_never_blocks_the_event_loop(qtbot, window, photo_12mp,

@@ -397,3 +397,26 @@ def test_a_large_image_shows_the_librarys_coarse_preview_before_the_full_result(
     assert "preview" in status[-2] and "preview" not in status[-1] == win.time_label.text()
     assert win.heatmap_panel.list.count() >= 1  # the full result brings the eigenvectors
     assert (np.asarray(win.result.labels)[:, :280] == 1).mean() > 0.95
+
+
+def test_the_overlay_reaches_the_canvas_in_the_pixmaps_format_with_its_colours(qtbot, window):
+    """``QPixmap.fromImage`` of a 12 MP RGBA8888 overlay converted it on the GUI thread
+    (20 ms, at every result, undo and redo); the renderer now hands over premultiplied ARGB32,
+    which it takes as it is. The colours are still those of ``render.label_layer``."""
+    from PySide6.QtGui import QImage
+
+    from segapp import render
+    from segapp.gui.qimage import qimage_to_rgb
+
+    win = window
+    drawn = []
+    win.display.renderer.ready.connect(
+        lambda layer, image: layer == "overlay" and image is not None and drawn.append(image))
+    segment(qtbot, win)
+    image = drawn[-1]
+    assert image.format() == QImage.Format.Format_ARGB32_Premultiplied
+    expected = render.label_layer(np.asarray(win.result.labels), win.state.colors())
+    alpha = np.array([[image.pixelColor(x, y).alpha() for x in range(120)] for y in range(90)])
+    np.testing.assert_array_equal(alpha, expected[..., 3])
+    opaque = expected[..., 3] == 255
+    np.testing.assert_array_equal(qimage_to_rgb(image)[opaque], expected[..., :3][opaque])
