@@ -107,6 +107,26 @@ def test_undo_and_redo_give_back_the_answers_shown():
         np.testing.assert_array_equal(session.update(states[forward]).labels, shown[forward])
 
 
+def test_a_stroke_after_an_undo_the_app_served_from_its_cache_extends_the_answer_on_screen():
+    """The app shows an undone state's result from its own cache, without asking the session;
+    the next stroke must be refined from that answer, as if the undone stroke had never been
+    painted (not from the session's newest answer, nor from nothing)."""
+    img, states = _history_scene()
+    session = segapp.Session(img)
+    shown = [session.update(s).labels for s in states]
+    undone = states[2].copy()                            # a stroke the user will undo
+    free = np.argwhere(undone == 0)
+    undone[tuple(free[0])] = shown[2][tuple(free[0])]
+    session.update(undone)
+    # undo: the app shows shown[2] from its cache; then a new dot elsewhere
+    new = states[2].copy()
+    new[tuple(free[-1])] = 3 - shown[2][tuple(free[-1])]
+    direct = segapp.Session(img)
+    for s in states:
+        direct.update(s)
+    np.testing.assert_array_equal(session.update(new).labels, direct.update(new).labels)
+
+
 def test_without_stable_refinement_a_session_is_history_free():
     img, states = _history_scene()
     session = segapp.Session(img, stable_refinement=False)
