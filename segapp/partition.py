@@ -417,7 +417,7 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
         if ratio_cut(previous.astype(np.int64), pencil, constraints) / 2 > gate * ratio[best]:
             previous = None
     if previous is not None:
-        inside = np.cumsum(previous[order])[: n - 1]          # previous-side vertices in S
+        inside = np.cumsum(previous[order], dtype=np.int64)[: n - 1]  # previous side in S
         outside = np.count_nonzero(~previous) - (np.arange(1, n) - inside)
         # Candidates: distinct cuts (local minima of the ratio over ±window·n positions of
         # the order), not points on a slope next to the best one shifted towards the old

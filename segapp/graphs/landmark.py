@@ -273,7 +273,7 @@ def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: flo
     w = d2
     keep = colsum > 0
     if not keep.all():  # landmarks no point uses (weights underflowed): drop and re-index
-        newpos = np.cumsum(keep) - 1
+        newpos = np.cumsum(keep, dtype=np.int64) - 1
         newpos[~keep] = 0  # only referenced with weight 0
         idx = newpos[idx].astype(np.int32)
         colsum, landmarks = colsum[keep], landmarks[keep]
