@@ -40,6 +40,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from pyamg.aggregation.aggregate import standard_aggregation
 from pyamg.aggregation.tentative import fit_candidates
+from pyamg.strength import symmetric_strength_of_connection
 from pyamg.util.linalg import approximate_spectral_radius
 
 from .cancel import CancelLike, CancelToken
@@ -60,31 +61,6 @@ RHO_STEPS, RHO_RESTARTS = 10, 0
 OMEGA = 4.0 / 3.0
 
 
-def strength_of_connection(A: sp.csr_matrix, theta: float) -> sp.csr_array:
-    """Symmetric strength of connection (Vaněk, Mandel & Brezina 1996), row-scaled.
-
-    ``j`` is a strong neighbour of ``i`` if ``|a_ij| ≥ θ √(|a_ii| |a_jj|)``; the diagonal is
-    always kept; entries are ``|a_ij|`` divided by their row's largest. The same matrix as
-    PyAMG's ``symmetric_strength_of_connection`` (tests/test_amg.py compares them), written in
-    NumPy operations that release the GIL: PyAMG's compiled loop holds it, 80 ms and more on
-    a 12 MP photo, and the app's window cannot repaint meanwhile.
-    """
-    n = A.shape[0]
-    cols = A.indices
-    rows = np.repeat(np.arange(n, dtype=cols.dtype), np.diff(A.indptr))
-    d = np.abs(A.diagonal())
-    keep = (rows == cols) | (np.abs(A.data) ** 2 >= theta * theta * d[rows] * d[cols])
-    rows, data = rows[keep], np.abs(A.data[keep])
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-    largest = np.zeros(n)
-    nonempty = indptr[1:] > indptr[:-1]
-    largest[nonempty] = np.maximum.reduceat(data, indptr[:-1][nonempty])
-    scale = np.divide(1.0, largest, out=np.zeros(n), where=largest != 0)
-    return sp.csr_array((data * scale[rows], cols[keep], indptr.astype(A.indptr.dtype)),
-                        shape=A.shape)
-
-
 def _abs_row_sums(A: sp.csr_matrix) -> np.ndarray:
     """``Σ_j |a_ij|`` per row, straight from the CSR arrays (no |A| copy)."""
     absA = sp.csr_matrix((np.abs(A.data), A.indices, A.indptr), shape=A.shape)
@@ -101,7 +77,7 @@ def build_hierarchy(A: sp.csr_matrix, theta: float,
     B = np.ones((A.shape[0], 1))
     while A.shape[0] > MAX_COARSE and len(ops) < MAX_LEVELS:
         check()
-        C = strength_of_connection(A, theta)
+        C = symmetric_strength_of_connection(A, theta)
         check()
         AggOp = standard_aggregation(C)[0].tocsr()
         check()

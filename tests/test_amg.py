@@ -153,30 +153,3 @@ def test_galerkin_update_equals_the_galerkin_products_of_the_new_matrix():
     np.testing.assert_array_equal(back[~fixed1], built[~fixed1])
     np.testing.assert_array_equal(back[fixed1], 0.0)
     _assert_same(M._A, _galerkin(sp.csr_matrix(A1), M._P))
-
-
-@pytest.mark.parametrize("theta", [0.0, 0.03, 0.25, 0.9])
-@pytest.mark.parametrize("seed", range(4))
-def test_strength_of_connection_is_pyamgs(seed, theta):
-    """Our GIL-releasing strength matrix against PyAMG's compiled one (the reference) on image
-    Laplacians + shift (the matrices it sees) and on random symmetric matrices with both
-    signs, empty rows and a zero diagonal."""
-    from pyamg.strength import symmetric_strength_of_connection
-    from segapp.amg import strength_of_connection
-    rng = np.random.default_rng(seed)
-    img = rng.random((9 + seed, 11, 3)).astype(np.float32)
-    g = image_graph(img)
-    R = sp.random(40, 40, density=0.15, random_state=seed, format="csr")
-    R = (R + R.T - sp.diags(rng.random(40) * (rng.random(40) > 0.2))).tocsr()
-    R = sp.csr_matrix(R.multiply(rng.choice([-1.0, 1.0], size=R.shape)))
-    R = sp.csr_matrix((R + R.T) / 2)
-    R.sort_indices()
-    for A in (sp.csr_matrix(g.laplacian + AMG_SHIFT * sp.diags(g.degrees)), R):
-        ours = strength_of_connection(A, theta)
-        theirs = sp.csr_matrix(symmetric_strength_of_connection(A, theta))
-        theirs.eliminate_zeros()
-        mine = sp.csr_matrix(ours)
-        mine.eliminate_zeros()
-        np.testing.assert_array_equal(mine.indptr, theirs.indptr)
-        np.testing.assert_array_equal(mine.indices, theirs.indices)
-        np.testing.assert_allclose(mine.data, theirs.data, rtol=1e-12)
