@@ -223,9 +223,9 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
                            cancel: CancelLike = None) -> np.ndarray:
     """:func:`anchored_kmeans` from the strokes and, after an edit, from the previous answer.
 
-    ``previous`` (n,) holds the label indices 0..k−1 of the previous edit's answer (the new
-    strokes are painted into it here). Its regions' mean embedding rows seed a second run
-    (the previous partition's centres, recomputed in the new embedding: the Rayleigh–Ritz
+    ``previous`` (n,) holds the label indices 0..k−1 of the previous edit's answer with the
+    new strokes painted in (as :func:`sweep_cut`'s). Its regions' mean embedding rows seed a
+    second run (the previous partition's centres, recomputed in the new embedding: the Rayleigh–Ritz
     basis of the eigenvectors may rotate between edits, so the old centres themselves are
     not comparable), and the run with the smaller within-label sum of squares
     ``Σ_a Σ_{i ∈ a} ‖U_i − mean_a‖²`` wins, the stroke-seeded one on ties: Lloyd's iteration
@@ -239,12 +239,9 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
     codes, _, _ = anchored_kmeans(U, sets, rng=rng, cancel=cancel)
     if previous is None:
         return codes
-    before = previous.copy()
-    for a, S in enumerate(sets):
-        before[S] = a
-    if objective is not None and objective(before) > gate * objective(codes):
+    if objective is not None and objective(previous) > gate * objective(codes):
         return codes
-    seeds = np.array([U[before == a].mean(axis=0) for a in range(k)])
+    seeds = np.array([U[previous == a].mean(axis=0) for a in range(k)])
     other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng, cancel=cancel)
     if (_within_ss(U, other, k) < _within_ss(U, codes, k)
             and stroke_agreement(other, sets).min() >= stroke_agreement(codes, sets).min()):

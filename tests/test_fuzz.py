@@ -121,7 +121,8 @@ def _run_sequence(method: str, seed: int, agreements: list[float],
                 cold = twin.update(s, **solve)
             else:
                 cold = None
-            answers = copy.deepcopy(getattr(sess._method, "answers", None))
+            if twin is not None:
+                answers = copy.deepcopy(sess._method.answers)
         except InvalidInputError as exc:
             assert len(painted) < 2, f"{where}: {exc}"
             continue
