@@ -359,29 +359,46 @@ class AnnotationModel:
         """Erase every stroke; return the undo record (None if there were none)."""
         return self._replace(np.zeros_like(self.scribbles), "clear all")
 
-    def fill(self, mask: np.ndarray, label: int, unlabelled_only: bool = False,
+    def fill(self, mask: np.ndarray, label: int, unlabelled_only: bool = True,
              text: str | None = None) -> EditRecord | None:
-        """Give every pixel of ``mask`` (H, W bool) the label ``label``; return the record.
+        """Give the unpainted pixels of ``mask`` (H, W bool) the label ``label``, as a paint
+        bucket does; return the record (None if no pixel of ``mask`` was unpainted).
 
-        With ``unlabelled_only`` pixels that already carry a label keep it.
+        A fill never changes a pixel that carries a label, whatever its label: it only adds
+        (a fill over a region holding another label's stroke used to delete that stroke).
+        ``unlabelled_only`` is accepted for the callers that pass the "paint unlabelled pixels
+        only" option; a fill behaves so in any case.
         """
-        if not 0 <= int(label) <= MAX_LABELS:
-            raise ValueError(f"label must be 0..{MAX_LABELS}, got {label}")
-        m = np.asarray(mask, bool)
+        if not 1 <= int(label) <= MAX_LABELS:
+            raise ValueError(f"a fill's label must be 1..{MAX_LABELS}, got {label}")
+        m = np.asarray(mask, bool) & (self.scribbles == 0)
+        return self._replace(np.where(m, np.int32(label), self.scribbles),
+                             text or f"fill ({self.labels[label].name})")
+
+    def merge_scribbles(self, scribbles: np.ndarray, unlabelled_only: bool = False,
+                        text: str = "merge strokes") -> EditRecord | None:
+        """Add the painted pixels of ``scribbles`` to the strokes, as if painted now (they
+        win where both are painted; with ``unlabelled_only`` only unpainted pixels take
+        them); return the one record of the whole merge."""
+        s = self._checked(scribbles)
+        take = s > 0
         if unlabelled_only:
-            m = m & (self.scribbles == 0)
-        name = self.labels[label].name if label in self.labels else "erase"
-        return self._replace(np.where(m, np.int32(label), self.scribbles), text or f"fill ({name})")
+            take &= self.scribbles == 0
+        return self._replace(np.where(take, s, self.scribbles), text)
 
     def set_scribbles(self, scribbles: np.ndarray, text: str = "load strokes") -> EditRecord | None:
         """Replace the scribbles (e.g. loaded from a file); return the undo record."""
+        return self._replace(self._checked(scribbles), text)
+
+    def _checked(self, scribbles: np.ndarray) -> np.ndarray:
+        """``scribbles`` as an int32 map of this size with ids 0..MAX_LABELS (else ValueError)."""
         s = np.asarray(scribbles)
         if s.shape != self.shape:
             raise ValueError(f"scribbles are {s.shape[1]}×{s.shape[0]} but the image is "
                              f"{self.shape[1]}×{self.shape[0]}")
         if s.size and (s.min() < 0 or s.max() > MAX_LABELS):
             raise ValueError(f"scribble values must be 0..{MAX_LABELS}")
-        return self._replace(s.astype(np.int32), text)
+        return s.astype(np.int32)
 
     def _replace(self, new_map: np.ndarray, text: str) -> EditRecord | None:
         diff = new_map != self.scribbles

@@ -128,3 +128,49 @@ def test_set_scribbles_validates():
         m.set_scribbles(np.full((10, 12), 10))
     rec = m.set_scribbles(np.eye(10, 12, dtype=int) * 3)
     assert rec.bbox == BBox(0, 0, 10, 10)
+
+
+def test_a_fill_paints_only_unpainted_pixels_and_never_removes_a_label():
+    """Issue 23: a fill over a region holding label 2's stroke deleted it (k went 4 -> 3)."""
+    m = AnnotationModel((20, 30))
+    m.apply_stroke([(3, 3), (25, 3)], label=1, radius=1)
+    m.apply_stroke([(10, 10), (12, 10)], label=2, radius=1.5)  # inside the region filled below
+    before = m.scribbles.copy()
+    region = np.zeros((20, 30), bool)
+    region[5:, :] = True
+    for only in (False, True):  # the "unlabelled only" option changes nothing for a fill
+        m2 = AnnotationModel((20, 30))
+        m2.scribbles[:] = before
+        rec = m2.fill(region, 3, only)
+        s = m2.scribbles
+        assert (s[before > 0] == before[before > 0]).all()  # every painted pixel kept
+        assert (s[region & (before == 0)] == 3).all() and (s[~region] == before[~region]).all()
+        assert m2.label_ids_present() == [1, 2, 3]
+        rec.undo(m2)
+        np.testing.assert_array_equal(m2.scribbles, before)
+    m.scribbles[:] = np.where(region, 2, m.scribbles)
+    assert m.fill(region, 3) is None  # nothing unpainted there: no step
+    with pytest.raises(ValueError):
+        m.fill(region, 0)  # the eraser does not fill
+
+
+def test_merge_lays_imported_strokes_over_the_current_ones_as_one_record():
+    m = AnnotationModel((10, 12))
+    m.apply_stroke([(2, 2), (9, 2)], label=1, radius=1)
+    before = m.scribbles.copy()
+    imported = np.zeros((10, 12), np.uint8)
+    imported[1:4, 5:7] = 3  # over label 1's stroke and beside it
+    imported[8, :] = 2
+    rec = m.merge_scribbles(imported, text="import x.png")
+    s = m.scribbles
+    assert (s[imported > 0] == imported[imported > 0]).all()
+    assert (s[(imported == 0)] == before[imported == 0]).all()
+    assert rec.text == "import x.png"
+    rec.undo(m)  # one step undoes the whole merge
+    np.testing.assert_array_equal(m.scribbles, before)
+    m.merge_scribbles(imported, unlabelled_only=True)
+    kept = before > 0
+    assert (m.scribbles[kept] == before[kept]).all()  # painted pixels keep their label
+    assert (m.scribbles[(imported > 0) & ~kept] == imported[(imported > 0) & ~kept]).all()
+    with pytest.raises(ValueError):
+        m.merge_scribbles(np.zeros((3, 3), np.uint8))
