@@ -53,9 +53,11 @@ SPECS: tuple[Spec, ...] = (
     _s("brush", "&Brush", "B", icon="brush", tip="Paint with the current label", checkable=True),
     _s("eraser", "&Eraser", "E", icon="eraser", tip="Erase strokes", checkable=True),
     _s("fill", "&Fill Region", "G", icon="fill", checkable=True,
-       tip="Click a region of the segmentation to paint all of it with the current label"),
+       tip="Click a region of the segmentation to paint its unpainted pixels with the "
+           "current label (strokes stay); then the brush is back"),
     _s("unlabelled_only", "Paint &Unlabelled Pixels Only", "U", checkable=True,
-       tip="Strokes and fills leave pixels that already carry a label alone"),
+       tip="Strokes and imports leave pixels that already carry a label alone (fills always "
+           "do)"),
     _s("bigger", "Bigger Brush", "]"),
     _s("smaller", "Smaller Brush", "["),
     _s("brush_screen", "Brush Size in &Screen Pixels", checkable=True,

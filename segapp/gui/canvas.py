@@ -69,7 +69,7 @@ class Canvas(QGraphicsView):
     zoomChanged(float)
         New scale (screen pixels per image pixel).
     fillRequested(int x, int y)
-        The fill tool was clicked on image pixel (x, y).
+        The fill tool was clicked on image pixel (x, y); the tool is the brush again after.
     """
 
     zoomChanged = Signal(float)
@@ -321,6 +321,9 @@ class Canvas(QGraphicsView):
                 h, w = self.model.shape
                 if 0 <= x < w and 0 <= y < h:
                     emit(self.fillRequested, x, y)
+                # One click, one fill, as GIMP's bucket is used: a tool that stayed on made
+                # the next "stroke" a fill of a whole segment (issue 23).
+                self.state.tool = "brush"
                 event.accept()
                 return
             self._painting = True

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from .conftest import DISC_CENTER, SOLVE_TIMEOUT, disc_mask, drag, segment
+from segapp.gui import edits
+
+from .conftest import SOLVE_TIMEOUT, drag, segment
 
 
 def test_label_keys_reach_the_canvas_after_typing_a_brush_size(qtbot, window):
@@ -51,21 +53,48 @@ def test_brush_size_is_in_screen_pixels_by_default_and_follows_zoom(qtbot, windo
     assert (win.model.scribbles[28:52, 60] > 0).sum() == pytest.approx(20, abs=1)
 
 
-def test_fill_paints_a_connected_region_of_the_segmentation(qtbot, window):
+def test_fill_paints_the_unpainted_pixels_of_a_segment_once_and_gives_the_brush_back(
+        qtbot, window):
+    """Issue 23: after 4 labels, 3, G, click on the disc flooded the whole segment, deleting
+    another label's stroke inside it (k went 4 -> 3), and the tool stayed the fill, so the
+    next "stroke" filled a whole segment again."""
     win = window
-    segment(qtbot, win)
-    qtbot.keyClick(win.canvas, Qt.Key.Key_G)
+    segment(qtbot, win)  # label 1 in the disc, 2 around it
+    qtbot.keyClick(win.canvas, Qt.Key.Key_4)
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        drag(qtbot, win.canvas, [(66, 52), (70, 54)])  # a label-4 stroke inside the disc
+    before = win.model.scribbles.copy()
+    assert win.model.label_ids_present() == [1, 2, 4]
+    shown = np.asarray(win.result.labels)
+    x, y = 55, 50
+    clicked = edits.region_at(shown, y, x)  # the segment under the click
+    assert (clicked & (before == 4)).any() or (clicked & (before == 1)).any()
     qtbot.keyClick(win.canvas, Qt.Key.Key_3)
-    assert win.state.tool == "fill"
-    disc_region = np.asarray(win.result.labels) == 1
-    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
-        qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
-                         pos=win.canvas.mapFromScene(*DISC_CENTER))
+    qtbot.keyClick(win.canvas, Qt.Key.Key_G)
+    assert win.state.tool == "fill" and win.actions_by_name["fill"].isChecked()
+    qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
+                     pos=win.canvas.mapFromScene(x + 0.5, y + 0.5))
+    # the click was the fill: the brush is back, in the toolbar too
+    assert win.state.tool == "brush" and win.actions_by_name["brush"].isChecked()
+    assert win.document.wait_edits()
     s = win.model.scribbles
-    assert (s[disc_region] == 3).all() and not (s[~disc_region] == 3).any()
-    assert (disc_region & disc_mask()).sum() > 0.9 * disc_mask().sum()
-    win.document.undo()
-    assert not (win.model.scribbles == 3).any()
+    painted = before > 0
+    np.testing.assert_array_equal(s[painted], before[painted])  # no stroke touched
+    assert (s[clicked & ~painted] == 3).all()  # the segment's unpainted pixels: label 3
+    np.testing.assert_array_equal(s[~clicked], before[~clicked])
+    assert win.model.label_ids_present() == [1, 2, 3, 4]  # k went up, never down
+    filled = s.copy()
+    # the next drag is a stroke again (a few pixels), not another fill of a segment
+    qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+    drag(qtbot, win.canvas, [(5, 85), (20, 85)])
+    changed = win.model.scribbles != filled
+    assert 0 < changed.sum() < 200 and (win.model.scribbles[changed] == 2).all()
+    # one undo each: the stroke, then the fill
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert win.document.wait_edits()
+    np.testing.assert_array_equal(win.model.scribbles, before)
 
 
 def test_paint_unlabelled_pixels_only_keeps_existing_labels(qtbot, window):
