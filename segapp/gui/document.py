@@ -483,9 +483,14 @@ class Document(QObject):
             self.remember_folder("import", path)
             self.import_scribbles(path)
 
-    def import_scribbles(self, path: str | os.PathLike) -> bool:
-        """Start replacing the strokes by a scribble / label PNG, read as the CLI reads it, in
-        the background; the import is one undoable step. False if nothing was started."""
+    def import_scribbles(self, path: str | os.PathLike, how: str | None = None) -> bool:
+        """Start importing a scribble / label PNG, read as the CLI reads it, in the background;
+        the import is one undoable step. False if nothing was started.
+
+        ``how``: "Merge" (its painted pixels are laid over the current strokes, as strokes
+        painted now: with *Paint Unlabelled Pixels Only* they go only where nothing is painted)
+        or "Replace" (it becomes the strokes); None asks when there are strokes to keep.
+        """
         model = self.state.strokes
         if model is None:
             self.window.show_error("Open an image first.")
@@ -495,17 +500,38 @@ class Document(QObject):
                                    "strokes when it is.")
             return False
         p = Path(path)
+        how = how or self._merge_or_replace(p)
+        if how == "Cancel":
+            return False
+        only = self.state.unlabelled_only
+
+        def change(m: AnnotationModel, new: np.ndarray) -> EditRecord | None:
+            if how == "Merge":
+                return m.merge_scribbles(new, only, text=f"import {p.name} (merged)")
+            return m.set_scribbles(new, text=f"import {p.name}")
 
         def then() -> None:
             ids = self.state.history.label_ids_present()  # kept per edit: no 12 MP count
-            self.window.show_info(f"Imported {p.name}: labels {', '.join(map(str, ids))}")
+            merged = " (merged)" if how == "Merge" else ""
+            self.window.show_info(f"Imported {p.name}{merged}: labels {', '.join(map(str, ids))}")
 
         self._edit_off_thread(
-            f"Importing {p.name}", lambda m, new: m.set_scribbles(new, text=f"import {p.name}"),
-            lambda: io.read_scribbles(p, model.shape), self.loader,
-            lambda msg: self.window.show_error(f"Cannot import scribbles: {msg}"), then,
-            lambda: self.window.show_info(f"Import of {p.name} cancelled"))
+            f"Importing {p.name}", change, lambda: io.read_scribbles(p, model.shape),
+            self.loader, lambda msg: self.window.show_error(f"Cannot import scribbles: {msg}"),
+            then, lambda: self.window.show_info(f"Import of {p.name} cancelled"))
         return True
+
+    def _merge_or_replace(self, p: Path) -> str:
+        """Ask whether an import joins the strokes or replaces them (it used to replace them
+        without a word); with nothing painted the two are the same and nothing is asked."""
+        if not self.state.history.label_ids_present():
+            return "Replace"
+        overlap = ("pixels you painted keep their label" if self.state.unlabelled_only
+                   else "where both are painted, the imported label wins")
+        return self.window.choose(
+            "Import strokes",
+            f"Merge the strokes of {p.name} into your strokes ({overlap}), or replace your "
+            "strokes by them? Either is one undo step.", ("Merge", "Replace", "Cancel"))
 
     # ==========================================================================================
     # saving

@@ -6,7 +6,7 @@ import shutil
 
 import numpy as np
 from PIL import Image
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
 
 from segapp.gui.journal import Journal
 from segapp.gui.recovery import orphans
@@ -174,14 +174,66 @@ def test_import_scribbles_from_a_label_png_or_colour_strokes_is_undoable(qtbot, 
         assert win.document.import_scribbles(tmp_path / "ids.png")
         win.document.wait_loaded()
     np.testing.assert_array_equal(win.model.scribbles, ids)
-    assert win.document.import_scribbles(tmp_path / "colour.png")
+    assert win.document.import_scribbles(tmp_path / "colour.png", "Replace")
     win.document.wait_loaded()
     assert win.model.label_ids_present() == [1, 2, 3]
     win.document.undo()
     np.testing.assert_array_equal(win.model.scribbles, ids)
     bad = np.zeros((10, 10), np.uint8)
     Image.fromarray(bad).save(tmp_path / "small.png")
-    win.document.import_scribbles(tmp_path / "small.png")
+    win.document.import_scribbles(tmp_path / "small.png", "Merge")
     win.document.wait_loaded()
     np.testing.assert_array_equal(win.model.scribbles, ids)  # unchanged
     assert "Cannot import" in win.message_bar.text()
+
+
+def test_ctrl_i_asks_merge_or_replace_and_either_is_one_undo_step(qtbot, window, tmp_path):
+    """Issue 23: Ctrl+I silently replaced every stroke."""
+    win = window
+    paint_two_labels(qtbot, win)
+    before = win.model.scribbles.copy()
+    ids = np.zeros((90, 120), np.uint8)
+    ids[60:70, 10:40] = 3  # beside the strokes
+    ids[3:9, 40:80] = 1  # over label 2's stroke
+    Image.fromarray(ids).save(tmp_path / "more.png")
+    win.get_path = lambda *a, **k: str(tmp_path / "more.png")
+    ctrl = Qt.KeyboardModifier.ControlModifier
+
+    def import_with(answer):
+        win.ask.choices = [answer]
+        steps = win.state.history._index  # undo steps
+        qtbot.keyClick(win.canvas, Qt.Key.Key_I, ctrl)
+        assert win.ask.asked[-1] == "Import strokes" and win.ask.choices == []
+        win.document.wait_loaded()
+        return win.state.history._index - steps
+
+    assert import_with("Merge") == 1
+    s = win.model.scribbles
+    np.testing.assert_array_equal(s[ids > 0], ids[ids > 0])
+    np.testing.assert_array_equal(s[ids == 0], before[ids == 0])
+    assert win.model.label_ids_present() == [1, 2, 3]
+    assert "merged" in win.statusBar().currentMessage()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, ctrl)  # one step undoes the whole merge
+    np.testing.assert_array_equal(win.model.scribbles, before)
+
+    assert import_with("Replace") == 1
+    np.testing.assert_array_equal(win.model.scribbles, ids)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, ctrl)
+    np.testing.assert_array_equal(win.model.scribbles, before)
+
+    assert import_with("Cancel") == 0
+    np.testing.assert_array_equal(win.model.scribbles, before)
+
+    qtbot.keyClick(win.canvas, Qt.Key.Key_U)  # paint unlabelled pixels only: merge keeps them
+    assert import_with("Merge") == 1
+    s = win.model.scribbles
+    np.testing.assert_array_equal(s[before > 0], before[before > 0])
+    assert (s[(ids > 0) & (before == 0)] == ids[(ids > 0) & (before == 0)]).all()
+    # with nothing painted there is nothing to keep: no question
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Delete, ctrl)
+    assert win.document.wait_edits()
+    asked = len(win.ask.asked)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_I, ctrl)
+    win.document.wait_loaded()
+    assert len(win.ask.asked) == asked
+    np.testing.assert_array_equal(win.model.scribbles, ids)
