@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 import numpy as np
 
 from .errors import InvalidInputError
+from .resolution import DEFAULT_MAX_PIXELS
 
 Stage = Literal["setup", "solve"]
 STAGES: tuple[str, ...] = ("setup", "solve")
@@ -108,6 +109,12 @@ class Option:
             raise TypeError(f"option {self.name}: default {self.default!r} fails its own check")
 
     # -- names -----------------------------------------------------------------------------
+    @property
+    def basic(self) -> bool:
+        """What a person tunes (:data:`BASIC`): the app shows it under "Basic", every other
+        option under "Advanced"."""
+        return self.name in BASIC
+
     @property
     def flag(self) -> str:
         """Command-line flag: ``--`` + the name with ``-`` for ``_``."""
@@ -279,6 +286,20 @@ SEED = Option("seed", int, 0, "random seed (k-means starts)", "solve", low=0, hi
 KMEANS_RESTARTS = Option("kmeans_restarts", int, 10,
                          "k-means restarts from random k-means++ starts (plus one from the strokes)",
                          "solve", low=0, high=100)
+
+#: The options a person tunes (:attr:`Option.basic`): how coarse the graph is, how strongly
+#: the strokes pull, how much is smoothed, how many landmarks or partitions. Solver internals
+#: (tolerances, iteration caps, AMG strength, seeds, k-means sampling) are "advanced".
+BASIC: frozenset[str] = frozenset({
+    "sigma_scale", "denoise", "constraint_weight", "max_pixels", "n_landmarks",
+    "n_partitions", "beta0", "n_eigenvectors", "n_neighbours"})
+
+#: The working resolution: a Session segments a larger image on a reduced copy of at most this
+#: many pixels (:mod:`segapp.resolution`); the app offers it for the methods that use it.
+MAX_PIXELS = Option("max_pixels", int, DEFAULT_MAX_PIXELS,
+                    "working resolution: larger images are segmented on a reduced copy of at "
+                    "most this many pixels (more: finer boundaries, slower)", "setup",
+                    choices=(125_000, 250_000, 500_000, 1_000_000, 2_000_000))
 
 
 def _unknown(options: Sequence[Option], values: Mapping[str, Any], owner: str) -> None:

@@ -76,12 +76,11 @@ class MainWindow(QMainWindow):
         self.state = state = AppState()
 
         self.canvas = Canvas(state, self)
-        self.message_bar = MessageBar(self)
         central = QWidget(self)
+        self.message_bar = MessageBar(central)  # floats over the canvas: never moves it
         v = QVBoxLayout(central)
         v.setContentsMargins(0, 0, 0, 0)
         v.setSpacing(2)
-        v.addWidget(self.message_bar)
         v.addWidget(self.canvas, 1)
         self.setCentralWidget(central)
 

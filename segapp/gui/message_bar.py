@@ -3,7 +3,7 @@ tracebacks) and the status bar's progress, timing and zoom widgets."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -17,7 +17,11 @@ from PySide6.QtWidgets import (
 
 
 class MessageBar(QFrame):
-    """A dismissable in-window message line (errors never become dialogs or tracebacks)."""
+    """A dismissable in-window message line (errors never become dialogs or tracebacks).
+
+    It floats over the top of its parent (the canvas's frame): showing or hiding it never
+    moves the image under the mouse.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -37,10 +41,28 @@ class MessageBar(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.hide()
+        if parent is not None:
+            parent.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched is self.parentWidget() and event.type() == QEvent.Type.Resize:
+            self._place()
+        return False
+
+    def _place(self) -> None:
+        """Across the top of the parent, 8 px in from its sides, as tall as the text needs."""
+        host = self.parentWidget()
+        if host is None:
+            return
+        width = max(host.width() - 16, 50)
+        self.setGeometry(8, 4, width, self.heightForWidth(width) if self.hasHeightForWidth()
+                         else self.sizeHint().height())
 
     def show_message(self, text: str) -> None:
         self.label.setText(text)
+        self._place()
         self.show()
+        self.raise_()
 
     def text(self) -> str:
         return self.label.text() if self.isVisible() else ""

@@ -3,11 +3,19 @@
 Choosing a method shows that method's own options, one row per :class:`~segapp.options.Option`
 (a check box for a bool, a list for choices and for a bool that may be None, a spin box for
 a bounded integer, a text field for any other number, parsed and checked by
-:meth:`Option.parse`), with the option's help,
-range and default as tooltip. Each row is bound to one entry of :attr:`AppState.options`
-(the method combo to :attr:`AppState.method`) and keeps no value of its own. Values are
-remembered per method with QSettings. Set-up options are marked: changing one rebuilds the
-graph; solve options re-solve at once.
+:meth:`Option.parse`), with the option's help, range and default as tooltip. What a person
+tunes (:attr:`Option.basic`, with the working resolution :data:`segapp.options.MAX_PIXELS` for
+the methods that use it) is shown at once; the rest sits in a collapsed "Advanced" section.
+Each row is bound to one entry of :attr:`AppState.options` (the method combo to
+:attr:`AppState.method`) and keeps no value of its own; an option at its default is not
+stored, so writing the default changes nothing and starts no solve. Values are remembered per
+method with QSettings. Set-up options are marked: changing one rebuilds the graph; solve
+options re-solve at once.
+
+A refused value never reaches the state (no solve starts): the field goes back to the value
+in use, turns red, and the reason is shown in the panel's own message line, whose space is
+reserved so nothing moves; it clears when a valid value is entered there, on "Restore
+defaults" and when the method changes.
 """
 
 from __future__ import annotations
@@ -24,13 +32,14 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSpinBox,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from .. import methods
 from ..errors import InvalidInputError
-from ..options import Option
+from ..options import MAX_PIXELS, Option
 from .bind import bind
 from .qtcompat import emit
 from .state import AppState
@@ -45,11 +54,42 @@ def option_text(opt: Option, value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def choice_text(opt: Option, value: Any) -> str:
+    """A list entry: pixel counts as ``500,000`` (easier to read than 500000)."""
+    return f"{value:,}" if opt.name == "max_pixels" and value is not None \
+        else option_text(opt, value)
+
+
+def panel_options(method: str) -> tuple[Option, ...]:
+    """The rows of ``method``: its declared options, and the working resolution if it
+    segments large images on a reduced copy (not the landmark methods)."""
+    cls = methods.get(method)
+    extra = () if getattr(cls, "full_resolution", False) else (MAX_PIXELS,)
+    return tuple(methods.options_of(method)) + extra
+
+
+def with_value(options: dict[str, Any], opt: Option, value: Any) -> tuple:
+    """``options`` with ``opt`` set to ``value`` as the state keeps them: sorted pairs, an
+    option at its default left out (so a default typed in is no change and no solve)."""
+    values = {k: v for k, v in options.items() if k != opt.name}
+    if not (value == opt.default and type(value) is type(opt.default)):
+        values[opt.name] = value
+    return tuple(sorted(values.items()))
+
+
+#: A refused field's frame (the Okabe–Ito vermilion of the window's error bar).
+INVALID_STYLE = "border: 2px solid #d55e00; border-radius: 2px;"
+
+
 class OptionRow:
-    """One option's widget, bound to ``state.options[opt.name]``."""
+    """One option's widget, bound to ``state.options[opt.name]``.
+
+    ``report(name, message)`` tells the panel a value was refused (``message``) or that the
+    row holds a valid value again (``""``); ``done()`` that a value was committed.
+    """
 
     def __init__(self, opt: Option, state: AppState, parent: QWidget,
-                 report: Callable[[str], None], done: Callable[[], None]) -> None:
+                 report: Callable[[str, str], None], done: Callable[[], None]) -> None:
         self.opt, self.state, self.report, self.done = opt, state, report, done
         self.widget = self._make(parent)
         self.widget.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # never reached by Tab from the canvas
@@ -68,7 +108,7 @@ class OptionRow:
             choices = opt.choices if opt.choices is not None else (True, False)
             w = QComboBox(parent)
             for c in ((None,) if opt.none_ok else ()) + tuple(choices):
-                w.addItem(option_text(opt, c), c)
+                w.addItem(choice_text(opt, c), c)
             w.activated.connect(lambda i: self.write(w.itemData(i)))
         elif (opt.type is int and opt.low is not None and opt.high is not None
               and opt.high - opt.low <= SPIN_LIMIT):
@@ -90,20 +130,35 @@ class OptionRow:
 
     def write(self, value: Any) -> None:
         try:
-            self.state.set_option(self.opt.name, self.opt.check(value))
+            self.accept(self.opt.check(value))
         except InvalidInputError as exc:
-            self.report(str(exc))
-            self.follow()
+            self.refuse(exc)
         self.done()
 
     def write_text(self, text: str) -> None:
-        try:
-            none = self.opt.none_ok and text.strip() in ("", option_text(self.opt, None))
-            self.state.set_option(self.opt.name, None if none else self.opt.parse(text))
-        except InvalidInputError as exc:
-            self.report(str(exc))
-            self.follow()
+        # The field shows the value in use: its own text again (focus leaving after Enter,
+        # or after a refused value was put back) is no edit.
+        if text.strip() != option_text(self.opt, self.value()):
+            try:
+                none = self.opt.none_ok and text.strip() in ("", option_text(self.opt, None))
+                self.accept(None if none else self.opt.parse(text))
+            except InvalidInputError as exc:
+                self.refuse(exc)
         self.done()
+
+    def accept(self, value: Any) -> None:
+        self.show_valid(True)
+        self.report(self.opt.name, "")
+        self.state.options = with_value(self.state.option_dict(), self.opt, value)
+
+    def refuse(self, exc: InvalidInputError) -> None:
+        """The state keeps its value (nothing is solved); the field shows it again, in red."""
+        self.follow()
+        self.show_valid(False)
+        self.report(self.opt.name, f"{exc} (still {option_text(self.opt, self.value())})")
+
+    def show_valid(self, valid: bool) -> None:
+        self.widget.setStyleSheet("" if valid else INVALID_STYLE)
 
     def follow(self) -> None:
         w, value = self.widget, self.value()
@@ -142,11 +197,32 @@ class SettingsPanel(QWidget):
         self.method.setToolTip("Segmentation method (hover an entry for a description)")
         self.method.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.method.activated.connect(lambda _i: emit(self.done_editing))
-        self.form_host = QWidget(self)
-        self.form = QFormLayout(self.form_host)
+        host = QWidget(self)
+        self.basic = QFormLayout()
+        self.advanced_host = QWidget(host)
+        self.advanced = QFormLayout(self.advanced_host)
+        self.advanced.setContentsMargins(0, 0, 0, 0)
+        self.advanced_button = QToolButton(host)
+        self.advanced_button.setCheckable(True)
+        self.advanced_button.setAutoRaise(True)
+        self.advanced_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.advanced_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.advanced_button.toggled.connect(self._show_advanced)
+        self._show_advanced(False)
+        inner = QVBoxLayout(host)
+        inner.addLayout(self.basic)
+        inner.addWidget(self.advanced_button)
+        inner.addWidget(self.advanced_host)
+        inner.addStretch(1)
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
-        scroll.setWidget(self.form_host)
+        scroll.setWidget(host)
+        self.error = QLabel("", self)
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #a33c00;")
+        # reserved: a message appearing or going never moves the rows or anything else
+        self.error.setFixedHeight(3 * self.error.fontMetrics().lineSpacing() + 4)
+        self.error.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.reset_button = QPushButton("Restore defaults", self)
         self.reset_button.clicked.connect(self.reset)
         layout = QVBoxLayout(self)
@@ -155,26 +231,57 @@ class SettingsPanel(QWidget):
         top.addRow("Method", self.method)
         layout.addLayout(top)
         layout.addWidget(scroll, 1)
+        layout.addWidget(self.error)
         layout.addWidget(self.reset_button)
         self.rows: dict[str, OptionRow] = {}
+        self.errors: dict[str, str] = {}
         state.events.method.connect(self._on_method)
         state.events.options.connect(self._on_options)
         bind(self.method, state, "method")
         self._on_method(state.method)
 
+    def _show_advanced(self, on: bool) -> None:
+        self.advanced_host.setVisible(on)
+        self.advanced_button.setArrowType(Qt.ArrowType.DownArrow if on
+                                          else Qt.ArrowType.RightArrow)
+
     # -- the method's rows -----------------------------------------------------------------
     def _on_method(self, name: str) -> None:
-        while self.form.rowCount():
-            self.form.removeRow(0)
+        for form in (self.basic, self.advanced):
+            while form.rowCount():
+                form.removeRow(0)
         self.rows = {}
-        for opt in methods.options_of(name):
-            row = OptionRow(opt, self.state, self.form_host, self.report,
+        self.errors = {}
+        self._show_errors()
+        options = panel_options(name)
+        for opt in options:
+            form = self.basic if opt.basic else self.advanced
+            row = OptionRow(opt, self.state, self, self._row_error,
                             lambda: emit(self.done_editing))
             self.rows[opt.name] = row
             label = QLabel(opt.name.replace("_", " ") + (" ⚙" if opt.stage == "setup" else ""))
             label.setToolTip(row.widget.toolTip())
-            self.form.addRow(label, row.widget)
+            form.addRow(label, row.widget)
+        advanced = sum(not o.basic for o in options)
+        self.advanced_button.setText(f"Advanced ({advanced})")
+        self.advanced_button.setVisible(advanced > 0)
         self.state.options = tuple(sorted(self.load(name).items()))
+
+    def _row_error(self, name: str, message: str) -> None:
+        if message:
+            self.errors[name] = message
+        else:
+            self.errors.pop(name, None)
+        self._show_errors()
+
+    def _show_errors(self) -> None:
+        text = "\n".join(self.errors.values())
+        self.error.setText(text)
+        self.error.setToolTip(text)
+
+    def error_text(self) -> str:
+        """The panel's message line: why values were refused ("" when none is)."""
+        return self.error.text()
 
     def _on_options(self, _options: tuple) -> None:
         for row in self.rows.values():
@@ -183,7 +290,10 @@ class SettingsPanel(QWidget):
 
     def reset(self) -> None:
         self.state.options = ()
+        self.errors = {}
+        self._show_errors()
         for row in self.rows.values():
+            row.show_valid(True)
             row.follow()
 
     def apply(self, settings: dict[str, Any]) -> None:
@@ -191,7 +301,7 @@ class SettingsPanel(QWidget):
         name = str(settings.get("method", self.state.method))
         if name in dict(methods.available_methods()):
             self.state.method = name
-        known = {o.name: o for o in methods.options_of(self.state.method)}
+        known = {o.name: o for o in panel_options(self.state.method)}
         values = {}
         for k, v in settings.items():
             if k in known:
@@ -206,7 +316,7 @@ class SettingsPanel(QWidget):
         s = QSettings()
         s.beginGroup(f"method-{name}")
         values = {}
-        for opt in methods.options_of(name):
+        for opt in panel_options(name):
             text = s.value(opt.name)
             if text is None:
                 continue
