@@ -140,6 +140,7 @@ def test_previews_are_forwarded_when_the_library_offers_them(qtbot, worker, monk
         return fake_result(int(scribbles.max()))
 
     monkeypatch.setattr(ScriptedSession, "update", update)
+    monkeypatch.setattr(ScriptedSession, "working_shape", (600, 500), raising=False)
     seen = []
     worker.previewReady.connect(lambda tag, res: seen.append(("preview", value(res), res.preview)))
     worker.resultReady.connect(lambda tag, res, cached: seen.append(("full", value(res),
@@ -147,6 +148,36 @@ def test_previews_are_forwarded_when_the_library_offers_them(qtbot, worker, monk
     with qtbot.waitSignal(worker.resultReady, timeout=5000):
         worker.request(np.full((20, 30), 3), 1, "fastge", {}, debounce=False)
     assert seen == [("preview", 7, True), ("full", 3, False)]
+
+
+def test_a_preview_is_asked_for_only_where_it_is_cheap_next_to_the_full_solve(
+        qtbot, worker, monkeypatch):
+    """Issue 23: ensemble on a 0.24 MP photo took 50 s in the app, 17.9 s on the command line:
+    the app solved a preview first, which for a landmark method costs as much as the full
+    solve."""
+    asked = []
+
+    def update(self, scribbles, cancel=None, preview=None):
+        asked.append(preview is not None)
+        if preview is not None:
+            time.sleep(0.05)  # a preview as slow as the full solve
+            preview(fake_result(7))
+        time.sleep(0.05)
+        return fake_result(int(scribbles.max()))
+
+    monkeypatch.setattr(ScriptedSession, "update", update)
+    monkeypatch.setattr(ScriptedSession, "working_shape", (600, 400), raising=False)
+    for v in (3, 4):  # 0.24 MP working copy: no preview
+        with qtbot.waitSignal(worker.resultReady, timeout=5000):
+            worker.request(np.full((20, 30), v), v, "fastge", {}, debounce=False)
+    monkeypatch.setattr(ScriptedSession, "working_shape", (600, 834), raising=False)
+    for v in (5, 6):  # 0.5 MP: a preview, until one was found as slow as the full solve
+        with qtbot.waitSignal(worker.resultReady, timeout=5000):
+            worker.request(np.full((20, 30), v), v, "fastge", {}, debounce=False)
+    assert asked == [False, False, True, False]
+    with qtbot.waitSignal(worker.resultReady, timeout=5000):  # a new session: asked again
+        worker.request(np.full((20, 30), 7), 7, "fastge", {"sigma": 0.5}, debounce=False)
+    assert asked[-1] is True
 
 
 def test_unexpected_exception_becomes_a_message(qtbot, worker, monkeypatch):
