@@ -40,7 +40,7 @@ from ..annotation import AnnotationModel, EditRecord, Label
 from ..errors import SegappError
 from . import edits, files
 from .exporter import ExportReport, Exporter
-from .journal import Recovered
+from .journal import Journal, Recovered, history_frames
 from .loader import Loaded, Loader, load_image, load_session
 from .qtcompat import emit
 from .recovery import Instance, Orphan, orphans
@@ -118,6 +118,8 @@ class Document(QObject):
         self.exporter = Exporter(self)
         self.exporter.finished.connect(self._on_export_finished)
         self._export_id = 0
+        # the label painted with is restored after a crash too
+        state.events.label.connect(lambda label: self._journal("current", label))
 
     # ==========================================================================================
     # state of the work
@@ -142,12 +144,17 @@ class Document(QObject):
         return {"method": self.state.method, **self.state.option_dict()}
 
     # -- journal ---------------------------------------------------------------------------
-    def _journal_start(self) -> None:
+    def _journal_start(self, restored: tuple[np.ndarray, bytes] | None = None) -> None:
+        """A new journal: its base is the strokes now, or for a restore ``(origin, history)``:
+        the strokes before the restored undo history and its frames
+        (:func:`~segapp.gui.journal.history_frames`), so that a second crash keeps it too."""
         if self.instance is None or self.state.strokes is None:
             return
+        base, history = restored or (self.state.strokes.scribbles, b"")
         try:
-            self.instance.journal.start(self.state.image_path, self.state.strokes.scribbles,
-                                        self._labels(), self._settings(), saved=not self.dirty)
+            self.instance.journal.start(self.state.image_path, base, self._labels(),
+                                        self._settings(), saved=not self.dirty,
+                                        label=self.state.label, history=history)
         except OSError as exc:
             self.window.show_error(f"Crash recovery is off: cannot write its journal: {exc}")
             self.instance = None
@@ -189,7 +196,7 @@ class Document(QObject):
             return
         record = history.next_undo() if undo else history.next_redo()
         if not self.editor.running and not edits.is_big(record):
-            self._replay(history.undo() if undo else history.redo())
+            self._replay(history.undo() if undo else history.redo(), undo)
             return
         model, what = self.state.strokes, "Undoing" if undo else "Redoing"
         tries = itertools.count(1)
@@ -198,7 +205,7 @@ class Document(QObject):
             record = history.next_undo() if undo else history.next_redo()
             if self.state.strokes is not model or not edits.is_big(record):  # e.g. a stroke now
                 if self.state.strokes is model:
-                    self._replay(history.undo() if undo else history.redo())
+                    self._replay(history.undo() if undo else history.redo(), undo)
                 return
             lut, change = self._canvas.layer_lut(), history.change_of(record)
             self.editor.start(what, lambda _step: edits.prepare(record, lut, undo, change), done,
@@ -218,9 +225,9 @@ class Document(QObject):
             with self._canvas.prepared_layer(ready):
                 record = history.undo() if undo else history.redo()
             if record is ready.record:
-                self._journal("edit", record.bbox, packed=ready.packed)
+                self._journal("undo" if undo else "redo", record.bbox, packed=ready.packed)
             else:
-                self._replay(record)
+                self._replay(record, undo)
 
         if self.editor.running:
             self.editor.start(what, lambda _step: None, lambda _none: start(first=True),
@@ -228,9 +235,12 @@ class Document(QObject):
         else:
             start()
 
-    def _replay(self, record: EditRecord | None) -> None:
+    def _replay(self, record: EditRecord | None, undo: bool) -> None:
+        """Journal an undo (or redo) of ``record`` just made (the journal rebuilds the undo
+        history from these, for a restore)."""
         if record is not None:
-            self._journal("edit", record.bbox, self.state.strokes.scribbles[record.bbox.slices])
+            self._journal("undo" if undo else "redo", record.bbox,
+                          self.state.strokes.scribbles[record.bbox.slices])
 
     @property
     def _canvas(self) -> Any:
@@ -459,8 +469,9 @@ class Document(QObject):
         self._install(Loaded(Path(path), image, model, None), settings, saved)
 
     def _install(self, loaded: Loaded, settings: dict[str, Any] | None = None,
-                 saved: bool = True) -> None:
-        """Show a loaded image with its strokes; start a new journal."""
+                 saved: bool = True, restored: tuple[np.ndarray, bytes] | None = None) -> None:
+        """Show a loaded image with its strokes; start a new journal (``restored``: see
+        :meth:`_journal_start`)."""
         if settings:
             self.window.apply_settings(settings)
         model = loaded.model
@@ -471,7 +482,7 @@ class Document(QObject):
         else:
             self._saved_key, self._labels_dirty = None, True
             emit(self.dirtyChanged)
-        self._journal_start()
+        self._journal_start(restored)
 
     def import_dialog(self) -> None:
         if self.state.strokes is None:
@@ -690,12 +701,13 @@ class Document(QObject):
         return restored
 
     def _offer(self, orphan: Orphan, rec: Recovered) -> bool:
-        n = int(np.count_nonzero(rec.scribbles))
+        ids = ", ".join(map(str, rec.label_ids()))
         answer = self.window.choose(
             "Restore previous work?",
             f"segapp did not shut down cleanly while you worked on {rec.image_path.name} "
-            f"({n} painted pixels not saved). Restore them?",
-            ("Restore", "Discard", "Later"))
+            f"(last change {orphan.last_change():%Y-%m-%d %H:%M}); its strokes were not saved: "
+            f"{rec.painted()} painted pixels, labels {ids}. Restore them with their undo "
+            "history?", ("Restore", "Discard", "Later"))
         if answer == "Discard":
             orphan.remove()
             return False
@@ -716,16 +728,20 @@ class Document(QObject):
         mark = self._work_mark()
         kept = "your strokes are kept and offered again at the next start"
 
-        def done(loaded: Loaded) -> None:
+        def done(result: tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes]) -> None:
+            loaded, full, changes, origin, frames = result
             if not self._may_replace(mark, image_path.name):
                 orphan.release()
                 return
-            self._install(loaded, rec.settings, saved=False)
+            self._install(loaded, full.settings, saved=False, restored=(origin, frames))
+            self.state.history.adopt(full.steps, full.applied, changes)
+            if full.label is not None:
+                self.state.label = full.label
             if self.instance is not None:  # our journal holds the work now: the old one may go
                 orphan.remove()
             else:
                 orphan.release()
-            self.window.show_info(f"Restored your strokes on {image_path.name}")
+            self.window.show_info(_restored_text(image_path, full, self.state.label))
 
         def failed(message: str) -> None:
             orphan.release()
@@ -737,7 +753,26 @@ class Document(QObject):
             self.window.show_info(f"Restore cancelled; {kept}.")
 
         self.loader.start(f"Restoring your strokes on {image_path.name}",
-                          lambda step: load_image(image_path, step, scribbles=rec.scribbles,
-                                                  labels=rec.labels),
+                          lambda step: _restore(orphan, rec, image_path, step),
                           done, failed, cancelled)
         return True
+
+
+def _restore(orphan: Orphan, offered: Recovered, image_path: Path,
+             step: Any) -> tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes]:
+    """Everything a restore needs, made in the loader's thread: the journal read again with
+    its undo history, the image and strokes, each step's count change, and the new journal's
+    base (the strokes before the history) and history frames."""
+    full = Journal.read(orphan.journal_path, history=True)
+    if full is None or not np.array_equal(full.scribbles, offered.scribbles):
+        full = offered  # cannot happen while we hold its lock; then restore what was offered
+    loaded = load_image(image_path, step, scribbles=full.scribbles, labels=full.labels)
+    changes = [edits.count_change(r) for r in full.steps]
+    return loaded, full, changes, full.origin(), history_frames(full.steps, full.applied)
+
+
+def _restored_text(image_path: Path, rec: Recovered, label: int) -> str:
+    undo, redo = rec.applied, len(rec.steps) - rec.applied
+    return (f"Restored your strokes on {image_path.name}: {rec.painted()} painted pixels, "
+            f"labels {', '.join(map(str, rec.label_ids()))}; {undo} undo and {redo} redo "
+            f"steps; painting label {label}")

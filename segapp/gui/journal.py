@@ -1,8 +1,11 @@
 """Crash-safe record of the work of one app instance: an append-only journal (no Qt).
 
-The journal starts with a *base* frame (image path, size, label table, settings and the
-strokes at that moment) and gets one small frame per completed change: a stroke, an undo or a
-redo (the box of label values it left), a clear, a rename, the start and end of an export. A
+The journal starts with a *base* frame (image path, size, label table, settings, current label
+and the strokes at that moment) and gets one small frame per completed change: an edit (a
+stroke, fill, clear or import), an undo or a redo (each the box of label values it left), a
+rename, a change of the current label, the start and end of an export. Replaying the edit,
+undo and redo frames rebuilds the undo history as well as the strokes (:attr:`Recovered.steps`),
+so a restore gives back what Ctrl+Z and Ctrl+Y could do before the crash. A
 frame is written with one ``write`` call as the change completes, so it is in the operating
 system's hands before the next event is processed and survives the app being killed (kill -9);
 it is not fsync'ed per stroke (that guards against power loss only, at ~10 ms a stroke).
@@ -14,7 +17,7 @@ Frame layout (little endian)::
 Reading stops at the first incomplete or corrupt frame: a kill in the middle of a write loses
 at most the change being written, never the ones before it. When the file outgrows
 :data:`COMPACT_BYTES`, :meth:`Journal.compact` rewrites it as a single base frame (temporary
-file + rename).
+file + rename); the undo history before that point is then no longer in the journal.
 """
 
 from __future__ import annotations
@@ -30,13 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from ..annotation import BBox, Label
+from ..annotation import BBox, EditRecord, Label
 
-BASE, EDIT, LABELS, SETTINGS, EXPORT_BEGIN, EXPORT_FILE, EXPORT_END, SAVED = range(1, 9)
+BASE, EDIT, LABELS, SETTINGS, EXPORT_BEGIN, EXPORT_FILE, EXPORT_END, SAVED, UNDO, REDO, \
+    CURRENT = range(1, 12)
 _HEADER = struct.Struct("<BII")
 _BOX = struct.Struct("<iiii")
 COMPACT_BYTES = 64 * 2**20
 JOURNAL_NAME = "journal.sgj"
+#: The undo history rebuilt from a journal keeps at most this many bytes of records, oldest
+#: steps dropped first (the app's :class:`segapp.gui.state.History` has the same bound).
+HISTORY_BYTES = 512 * 2**20
 
 
 @dataclass
@@ -51,10 +58,49 @@ class Recovered:
     saved: bool = False  # nothing changed since the last save (or the base had nothing to lose)
     #: exports that never finished: ``{"paths": planned, "missing": not written}``
     exports: list[dict[str, list[str]]] = field(default_factory=list)
+    label: int | None = None  # the label painted with last (None: not in the journal)
+    #: the undo history (read with ``history=True``), oldest first; the first ``applied`` of
+    #: them are in :attr:`scribbles`, the rest were undone and can be redone
+    steps: list[EditRecord] = field(default_factory=list)
+    applied: int = 0
 
     def has_work(self) -> bool:
         """Strokes that would be lost without this journal."""
         return bool(self.scribbles.any()) and not self.saved
+
+    def painted(self) -> int:
+        """Painted pixels in the strokes a restore gives back."""
+        return int(np.count_nonzero(self.scribbles))
+
+    def label_ids(self) -> list[int]:
+        """The labels painted in those strokes, sorted."""
+        return [int(i) for i in np.unique(self.scribbles) if i > 0]
+
+    def origin(self) -> np.ndarray:
+        """The strokes before the first step of :attr:`steps` (all applied ones undone)."""
+        s = self.scribbles.copy()
+        for record in reversed(self.steps[:self.applied]):
+            s[record.bbox.slices] = record.old
+        return s
+
+    # -- rebuilding the undo history while replaying -----------------------------------------
+    def _push(self, record: EditRecord) -> None:
+        del self.steps[self.applied:]
+        self.steps.append(record)
+        self.applied += 1
+        while sum(r.nbytes for r in self.steps) > HISTORY_BYTES and self.applied > 1:
+            self.steps.pop(0)
+            self.applied -= 1
+
+    def _step(self, box: BBox, values: np.ndarray, undo: bool) -> None:
+        """An undo (or redo) frame: move along the history if it is the step the frame
+        undid (redid); if the journal does not hold that step, the history starts here."""
+        i = self.applied - 1 if undo else self.applied
+        if 0 <= i < len(self.steps) and self.steps[i].bbox == box and np.array_equal(
+                self.steps[i].old if undo else self.steps[i].new, values):
+            self.applied = i if undo else i + 1
+        else:
+            self.steps, self.applied = [], 0
 
 
 def _frame(kind: int, payload: bytes) -> bytes:
@@ -80,11 +126,15 @@ class Journal:
 
     # -- writing ---------------------------------------------------------------------------
     def start(self, image_path: Any, scribbles: np.ndarray, labels: list[Label],
-              settings: dict[str, Any], saved: bool = False) -> None:
-        """Begin a new journal whose base is this state (replaces the file atomically)."""
+              settings: dict[str, Any], saved: bool = False, label: int | None = None,
+              history: bytes = b"") -> None:
+        """Begin a new journal whose base is this state (replaces the file atomically).
+
+        ``history``: :func:`history_frames` of an undo history that starts from
+        ``scribbles`` (a restore: the base is then :meth:`Recovered.origin`)."""
         self.close()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        data = self._base(image_path, scribbles, labels, settings)
+        data = self._base(image_path, scribbles, labels, settings, label) + history
         if saved:
             data += _frame(SAVED, b"{}")
         with open(tmp, "wb") as fh:
@@ -97,10 +147,11 @@ class Journal:
 
     @staticmethod
     def _base(image_path: Any, scribbles: np.ndarray, labels: list[Label],
-              settings: dict[str, Any]) -> bytes:
+              settings: dict[str, Any], label: int | None = None) -> bytes:
         h, w = scribbles.shape
         meta = _json({"image": str(image_path), "shape": [h, w],
-                      "labels": [lab.to_dict() for lab in labels], "settings": settings})
+                      "labels": [lab.to_dict() for lab in labels], "settings": settings,
+                      "label": label})
         return _frame(BASE, struct.pack("<I", len(meta)) + meta + pack_map(scribbles))
 
     def _append(self, kind: int, payload: bytes) -> None:
@@ -114,8 +165,21 @@ class Journal:
              packed: bytes | None = None) -> None:
         """The strokes in ``box`` are now ``values`` (after a stroke, undo, redo or clear);
         ``packed``: the values already packed by :func:`pack_map` (off the GUI thread)."""
-        packed = pack_map(values) if packed is None else packed
-        self._append(EDIT, _BOX.pack(box.y0, box.x0, box.y1, box.x1) + packed)
+        self._append(EDIT, _box_frame(box, values, packed))
+
+    def undo(self, box: BBox, values: np.ndarray | None = None, *,
+             packed: bytes | None = None) -> None:
+        """The newest applied edit was undone: its box is now ``values`` (its old values)."""
+        self._append(UNDO, _box_frame(box, values, packed))
+
+    def redo(self, box: BBox, values: np.ndarray | None = None, *,
+             packed: bytes | None = None) -> None:
+        """The next undone edit was applied again: its box is now ``values``."""
+        self._append(REDO, _box_frame(box, values, packed))
+
+    def current(self, label: int) -> None:
+        """The label painted with is now ``label``."""
+        self._append(CURRENT, _json({"label": int(label)}))
 
     def labels(self, labels: list[Label]) -> None:
         self._append(LABELS, _json([lab.to_dict() for lab in labels]))
@@ -147,8 +211,10 @@ class Journal:
 
     # -- reading ---------------------------------------------------------------------------
     @staticmethod
-    def read(path: str | os.PathLike) -> Recovered | None:
-        """Replay a journal; None if it has no complete base frame."""
+    def read(path: str | os.PathLike, history: bool = False) -> Recovered | None:
+        """Replay a journal; None if it has no complete base frame. With ``history`` the undo
+        history is rebuilt too (:attr:`Recovered.steps`; up to :data:`HISTORY_BYTES` of it in
+        memory, so only for a restore)."""
         try:
             data = Path(path).read_bytes()
         except OSError:
@@ -163,7 +229,7 @@ class Journal:
                 break  # torn tail: the app died while writing this frame
             pos += _HEADER.size + length
             try:
-                rec = _apply(rec, kind, payload, exports)
+                rec = _apply(rec, kind, payload, exports, history)
             except (ValueError, KeyError, TypeError, zlib.error, struct.error):
                 break
         if rec is not None:
@@ -171,24 +237,48 @@ class Journal:
         return rec
 
 
+def _box_frame(box: BBox, values: np.ndarray | None, packed: bytes | None) -> bytes:
+    return _BOX.pack(box.y0, box.x0, box.y1, box.x1) + (
+        pack_map(values) if packed is None else packed)
+
+
+def history_frames(steps: list[EditRecord], applied: int) -> bytes:
+    """The frames that rebuild an undo history on top of :meth:`Recovered.origin`: every
+    step as an edit, then the undone ones undone, newest first (worker thread: it packs
+    every step)."""
+    frames = [_frame(EDIT, _box_frame(r.bbox, r.new, None)) for r in steps]
+    frames += [_frame(UNDO, _box_frame(r.bbox, r.old, None)) for r in reversed(steps[applied:])]
+    return b"".join(frames)
+
+
 def _apply(rec: Recovered | None, kind: int, payload: bytes,
-           exports: dict[int, dict[str, list[str]]]) -> Recovered | None:
+           exports: dict[int, dict[str, list[str]]], history: bool = False) -> Recovered | None:
     if kind == BASE:
         (n,) = struct.unpack_from("<I", payload)
         meta = json.loads(payload[4:4 + n])
         h, w = (int(v) for v in meta["shape"])
         scribbles = np.frombuffer(zlib.decompress(payload[4 + n:]), np.uint8).reshape(h, w)
+        label = meta.get("label")
         return Recovered(Path(meta["image"]), scribbles.astype(np.int32),
                          [Label.from_dict(d) for d in meta["labels"]], dict(meta["settings"]),
-                         saved=not scribbles.any())
+                         saved=not scribbles.any(), label=None if label is None else int(label))
     if rec is None:
         return None
-    if kind == EDIT:
+    if kind in (EDIT, UNDO, REDO):
         y0, x0, y1, x1 = _BOX.unpack_from(payload)
-        values = np.frombuffer(zlib.decompress(payload[_BOX.size:]), np.uint8)
-        rec.scribbles[y0:y1, x0:x1] = values.reshape(y1 - y0, x1 - x0)
+        box = BBox(y0, x0, y1, x1)
+        values = np.frombuffer(zlib.decompress(payload[_BOX.size:]), np.uint8).reshape(
+            y1 - y0, x1 - x0)
+        if history and kind == EDIT:
+            rec._push(EditRecord(box, rec.scribbles[box.slices].astype(np.uint8), values,
+                                 "restored edit"))
+        elif history:
+            rec._step(box, values, undo=kind == UNDO)
+        rec.scribbles[box.slices] = values
         rec.edits += 1
         rec.saved = False
+    elif kind == CURRENT:
+        rec.label = int(json.loads(payload)["label"])
     elif kind == LABELS:
         rec.labels = [Label.from_dict(d) for d in json.loads(payload)]
         rec.saved = False

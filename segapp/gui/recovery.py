@@ -20,6 +20,7 @@ import secrets
 import shutil
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QLockFile
@@ -72,6 +73,15 @@ class Orphan:
     lock: QLockFile
     recovered: Recovered | None
 
+    @property
+    def journal_path(self) -> Path:
+        return self.folder / JOURNAL_NAME
+
+    def last_change(self) -> datetime:
+        """When its journal was last written (local time)."""
+        path = self.journal_path if self.journal_path.exists() else self.folder
+        return datetime.fromtimestamp(path.stat().st_mtime)
+
     def release(self) -> None:
         """Leave it for a later start (the user chose neither restore nor discard).
 
@@ -103,8 +113,9 @@ def orphans(root: str | os.PathLike) -> list[Orphan]:
     if not root.is_dir():
         return []
     found = []
-    for folder in sorted((p for p in root.iterdir() if p.is_dir()),
-                         key=lambda p: p.stat().st_mtime):
+    # by the last write of the work (a journal's appends leave its folder's time alone), so
+    # the newest work is offered first
+    for folder in sorted((p for p in root.iterdir() if p.is_dir()), key=_last_write):
         if not (folder / LOCK_NAME).exists() and not (folder / JOURNAL_NAME).exists():
             # An instance between its mkdir and its lock (it writes a journal only once
             # locked), or debris of a failed start: only the latter is old. A journal without
@@ -117,6 +128,14 @@ def orphans(root: str | os.PathLike) -> list[Orphan]:
             continue  # a live instance: not ours to read or delete
         found.append(Orphan(folder, lock, Journal.read(folder / JOURNAL_NAME)))
     return found
+
+
+def _last_write(folder: Path) -> float:
+    times = []
+    for p in (folder, folder / JOURNAL_NAME):  # no journal (yet), or removed meanwhile
+        with contextlib.suppress(OSError):
+            times.append(p.stat().st_mtime)
+    return max(times, default=0.0)
 
 
 def _remove_tree(folder: Path, keep: str) -> None:

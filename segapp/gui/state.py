@@ -159,6 +159,23 @@ class History:
             self._index -= 1
         self.changed.emit()
 
+    def adopt(self, steps: list[EditRecord], applied: int,
+              changes: list[np.ndarray] | None = None) -> None:
+        """Take over an undo history rebuilt elsewhere (crash recovery): ``steps``, oldest
+        first, of which the first ``applied`` are in the model's strokes now and the rest can
+        be redone; ``changes``: their :func:`~segapp.gui.edits.count_change` if known. The
+        counts stay those of the model, which already holds the applied steps."""
+        if not 0 <= applied <= len(steps):
+            raise ValueError(f"applied must be 0..{len(steps)}, got {applied}")
+        # new serials, the base's too: the strokes before the first step are not those the
+        # history started from (results are cached on keys)
+        self._base = next(self._serials)
+        self._steps = [(next(self._serials), r) for r in steps]
+        self._changes = {serial: count_change(r) if changes is None else np.asarray(changes[i])
+                         for i, (serial, r) in enumerate(self._steps)}
+        self._index = applied
+        self.changed.emit()
+
     def next_undo(self) -> EditRecord | None:
         """The record :meth:`undo` would undo (None if there is none)."""
         return self._steps[self._index - 1][1] if self.can_undo() else None

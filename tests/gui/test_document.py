@@ -11,7 +11,7 @@ from PySide6.QtCore import QSettings, Qt
 from segapp.gui.journal import Journal
 from segapp.gui.recovery import orphans
 
-from .conftest import (drag, open_and_wait, paint_two_labels, recover_and_wait,
+from .conftest import (drag, open_and_wait, paint_two_labels, recover_and_wait, segment,
                        simulate_crash)
 
 
@@ -237,3 +237,57 @@ def test_ctrl_i_asks_merge_or_replace_and_either_is_one_undo_step(qtbot, window,
     win.document.wait_loaded()
     assert len(win.ask.asked) == asked
     np.testing.assert_array_equal(win.model.scribbles, ids)
+
+
+def test_a_restore_gives_back_the_undo_history_the_label_and_exactly_what_it_offered(
+        qtbot, make_window, image_path, tmp_path):
+    """Issue 23: after crash recovery undo and redo were empty, the label was back at 1, and
+    the offer's count was not what the restore gave back."""
+    root = tmp_path / "rec"
+    win = make_window(image_path, recovery_dir=root)
+    ctrl = Qt.KeyboardModifier.ControlModifier
+    segment(qtbot, win)  # two strokes: labels 1 and 2
+    qtbot.keyClick(win.canvas, Qt.Key.Key_4)
+    drag(qtbot, win.canvas, [(100, 60), (110, 75)])
+    qtbot.keyClick(win.canvas, Qt.Key.Key_3)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_G)
+    qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
+                     pos=win.canvas.mapFromScene(60.5, 45.5))
+    assert win.document.wait_edits()
+    filled = win.model.scribbles.copy()
+    assert (filled == 3).any()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, ctrl)  # the fill is undone before the crash
+    assert win.document.wait_edits()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_4)
+    strokes = win.model.scribbles.copy()
+    assert not (strokes == 3).any()
+    simulate_crash(win)
+
+    def restore(crashed_strokes):
+        fresh = make_window(recovery_dir=root)
+        offers = []
+        fresh.choose = lambda title, text, buttons: offers.append(text) or "Restore"
+        assert recover_and_wait(fresh)
+        # the offer counts what comes back: the strokes without the undone fill
+        assert f"{np.count_nonzero(crashed_strokes)} painted pixels, labels 1, 2, 4" in offers[0]
+        np.testing.assert_array_equal(fresh.model.scribbles, crashed_strokes)
+        assert fresh.state.label == 4
+        assert "3 undo and 1 redo steps" in fresh.statusBar().currentMessage()
+        assert fresh.actions_by_name["undo"].isEnabled()
+        assert fresh.actions_by_name["redo"].isEnabled()
+        return fresh
+
+    fresh = restore(strokes)
+    qtbot.keyClick(fresh.canvas, Qt.Key.Key_Y, ctrl)  # the undone fill can be redone
+    assert fresh.document.wait_edits()
+    np.testing.assert_array_equal(fresh.model.scribbles, filled)
+    qtbot.keyClick(fresh.canvas, Qt.Key.Key_Z, ctrl)
+    assert fresh.document.wait_edits()
+    np.testing.assert_array_equal(fresh.model.scribbles, strokes)
+    # the restored history is in the new instance's journal: a second crash keeps it
+    simulate_crash(fresh)
+    again = restore(strokes)
+    for _ in range(3):
+        qtbot.keyClick(again.canvas, Qt.Key.Key_Z, ctrl)
+    assert again.document.wait_edits()
+    assert not again.model.scribbles.any() and not again.actions_by_name["undo"].isEnabled()

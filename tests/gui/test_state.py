@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segapp.annotation import AnnotationModel, default_labels
-from segapp.gui.journal import Journal
+from segapp.gui.journal import Journal, history_frames
 from segapp.gui.state import AppState, History
 
 
@@ -56,8 +56,9 @@ def play(model: AnnotationModel, history: History, steps, journal: Journal | Non
             history.push(rec)
         else:
             rec = history.undo() if step[0] == "undo" else history.redo()
-        if journal is not None and rec is not None:
-            journal.edit(rec.bbox, model.scribbles[rec.bbox.slices])
+        if journal is not None and rec is not None:  # as the Document journals them
+            write = getattr(journal, step[0] if step[0] in ("undo", "redo") else "edit")
+            write(rec.bbox, model.scribbles[rec.bbox.slices])
         yield history.key(), model.scribbles.copy()
 
 
@@ -115,3 +116,80 @@ def test_history_is_bounded_in_bytes(tmp_path):
     while history.can_undo():
         history.undo()
     assert model.scribbles.any()  # the oldest steps were dropped, not the newest
+
+
+def walk(history: History) -> list[np.ndarray]:
+    """The strokes after undoing every step, then after each redo (leaves it all redone)."""
+    while history.can_undo():
+        history.undo()
+    seen = [history.model.scribbles.copy()]
+    while history.can_redo():
+        history.redo()
+        seen.append(history.model.scribbles.copy())
+    return seen
+
+
+@settings(max_examples=40, deadline=None)
+@given(edits, st.integers(1, 9))
+def test_the_journal_rebuilds_the_undo_history_and_the_current_label(tmp_path_factory, steps,
+                                                                     label):
+    """Issue 23: after a crash, undo and redo were empty and the label was back at 1."""
+    folder = tmp_path_factory.mktemp("j")
+    model, journal = AnnotationModel((20, 30)), Journal(folder / "journal.sgj")
+    history = History(model)
+    journal.start("img.png", model.scribbles, default_labels(), {}, label=2)
+    for _ in play(model, history, steps, journal):
+        pass
+    assert Journal.read(folder / "journal.sgj").label == 2  # from the base
+    journal.current(label)
+    journal.close()
+    rec = Journal.read(folder / "journal.sgj", history=True)
+    assert rec.label == label and rec.painted() == np.count_nonzero(model.scribbles)
+    assert (rec.applied, len(rec.steps)) == (history._index, len(history._steps))
+    np.testing.assert_array_equal(rec.scribbles, model.scribbles)
+    # the rebuilt history undoes and redoes through the same strokes as the original
+    twin = AnnotationModel((20, 30))
+    twin.scribbles[:] = rec.scribbles
+    adopted = History(twin)
+    adopted.adopt(rec.steps, rec.applied)
+    origin = rec.origin()
+    expected = walk(history)
+    got = walk(adopted)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(origin, expected[0])
+    assert adopted.label_ids_present() == twin.label_ids_present()
+    # a new journal made from it (a restore) holds the same history again
+    again = Journal(folder / "again.sgj")
+    again.start("img.png", origin, default_labels(), {}, label=label,
+                history=history_frames(rec.steps, rec.applied))
+    again.close()
+    back = Journal.read(folder / "again.sgj", history=True)
+    np.testing.assert_array_equal(back.scribbles, rec.scribbles)
+    assert (back.applied, len(back.steps), back.label) == (rec.applied, len(rec.steps), label)
+    for a, b in zip(back.steps, rec.steps):
+        assert a.bbox == b.bbox
+        np.testing.assert_array_equal(a.old, b.old)
+        np.testing.assert_array_equal(a.new, b.new)
+
+
+def test_an_undo_the_journal_cannot_match_starts_the_history_there(tmp_path):
+    """A journal compacted (or cut) before the step an undo frame undid: the strokes are
+    still exact, the history starts after that frame."""
+    model = AnnotationModel((10, 10))
+    journal = Journal(tmp_path / "j.sgj")
+    rec1 = model.apply_stroke([(2, 2), (8, 2)], 1, 1.0)
+    journal.start("img.png", model.scribbles, default_labels(), {})  # rec1 is in the base
+    rec2 = model.apply_stroke([(2, 6), (8, 6)], 2, 1.0)
+    journal.edit(rec2.bbox, rec2.new)
+    rec2.undo(model)
+    journal.undo(rec2.bbox, rec2.old)
+    rec1.undo(model)
+    journal.undo(rec1.bbox, rec1.old)  # a step from before the base
+    rec3 = model.apply_stroke([(5, 1), (5, 9)], 3, 1.0)
+    journal.edit(rec3.bbox, rec3.new)
+    journal.close()
+    back = Journal.read(tmp_path / "j.sgj", history=True)
+    np.testing.assert_array_equal(back.scribbles, model.scribbles)
+    assert back.applied == 1 and len(back.steps) == 1 and back.steps[0].bbox == rec3.bbox
