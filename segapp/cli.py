@@ -14,8 +14,10 @@ exit  meaning
 0     success
 1     the solver failed (did not converge, non-finite values)
 2     bad input or option (argparse's usage errors use 2 too)
-3     an output file could not be written
+3     an output file could not be written, or is not a regular file (a device, a FIFO), or
+      is an input or another output
 4     the desktop app cannot start Qt (the message says what is missing)
+130   interrupted (Ctrl+C)
 ====  =========================================================
 """
 
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
 import sys
 import time
@@ -55,7 +56,7 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     """
     from . import __version__
     parser = _Parser(
-        prog="segapp",
+        prog="segapp", usage="segapp [-h] [--version] [PATH | COMMAND ...]",
         description="Interactive image segmentation by constrained spectral clustering "
                     "(FAST-GE). Without a command, opens the desktop app (on PATH if given, "
                     "else on a bundled sample image).",
@@ -157,40 +158,27 @@ def _segment(args: argparse.Namespace) -> int:
     return 0
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    if os.path.abspath(a) == os.path.abspath(b):
-        return True
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _check_outputs(args: argparse.Namespace, outputs: list[Path], hdir: Path | None) -> None:
-    """Outputs must differ from the inputs and from each other and be writable (OSError, or
-    InvalidInputError for a clash: that is a mistake on the command line, not on the disk)."""
+    """Every output is a new or regular file in an existing, writable directory, distinct
+    from the inputs and from the other outputs; else the OSError writing it would raise
+    (exit 3), before anything is read or solved."""
     from . import io
-    inputs = {"IMAGE": Path(args.image), "--scribbles": Path(args.scribbles)}
-    names = {outputs[0]: "-o"}
-    if len(outputs) > 1:
-        names[outputs[1]] = "--overlay"
-    for out, flag in names.items():
-        for what, path in inputs.items():
-            if _same_file(out, path):
-                raise InvalidInputError(f"{flag} {out} is the input {what}: it would be "
-                                        "overwritten; choose another output file")
-    if len(outputs) > 1 and _same_file(outputs[0], outputs[1]):
-        raise InvalidInputError(f"-o and --overlay are the same file {outputs[0]}")
+    inputs = {f"IMAGE {args.image}": Path(args.image),
+              f"--scribbles {args.scribbles}": Path(args.scribbles)}
+    io.check_distinct(outputs, inputs)
     for p in outputs:
         io.check_writable(p, args.overwrite)
     if hdir is None:
         return
-    for what, path in {**inputs, **{v: k for k, v in names.items()}}.items():
-        if _same_file(path.parent, hdir) and re.fullmatch(r"eigenvector_\d+\.png", path.name):
-            raise InvalidInputError(f"--heatmaps {hdir} would overwrite {what} {path}")
+    for path in [*inputs.values(), *outputs]:
+        if io.same_file(path.parent, hdir) and re.fullmatch(r"eigenvector_\d+\.png", path.name):
+            raise io.OutputClashError(f"--heatmaps {hdir} would overwrite {path}")
     if hdir.exists() and not hdir.is_dir():
         raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
     io.check_writable(hdir / "eigenvector_1.png" if hdir.is_dir() else hdir, args.overwrite)
+    if hdir.is_dir():       # how many maps is known only after the solve: check all there are
+        for old in sorted(hdir.glob("eigenvector_*.png")):
+            io.check_writable(old, args.overwrite)
 
 
 def _methods(args: argparse.Namespace) -> int:
@@ -224,9 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from . import batch
         return batch.main(argv[1:])
     if not argv or (argv[0] not in ("segment", "methods") and not argv[0].startswith("-")):
-        if len(argv) > 1:
-            build_parser().error(
-                f"unknown command {argv[0]!r} (use 'segment', 'batch' or 'methods')")
+        if len(argv) > 1:   # `segapp *.jpg`, a misspelt command: a usage error, not a path
+            return _fail(f"unknown command {argv[0]!r}: the app opens one PATH; commands are "
+                         "'segment', 'batch' and 'methods' (see 'segapp --help')", EXIT_INPUT)
         path = argv[0] if argv else None
         if path is not None and not Path(path).exists():
             return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",

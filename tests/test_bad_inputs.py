@@ -10,6 +10,10 @@ unchecked) — those cases are generated from the declarations.
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import stat
 import subprocess
 import sys
 import time
@@ -294,11 +298,24 @@ def huge_png(tmp_path_factory):
 
 
 @pytest.fixture
-def files(tmp_path, huge_png):
+def files(tmp_path, huge_png, request):
     Image.fromarray(np.round(IMG * 255).astype(np.uint8)).save(tmp_path / "img.png")
     Image.fromarray(S.astype(np.uint8)).save(tmp_path / "s.png")
     Image.fromarray(np.zeros(S.shape + (3,), np.uint8)).save(tmp_path / "black.png")
     (tmp_path / "huge.png").symlink_to(huge_png)
+    (tmp_path / "link.png").symlink_to(tmp_path / "img.png")
+    (tmp_path / "sub").mkdir()
+    # Special files stand in for the devices; the symlinks make a failed check replace only
+    # the link, never /dev/null itself.
+    os.mkfifo(tmp_path / "fifo.png")
+    (tmp_path / "null.png").symlink_to("/dev/null")
+    (tmp_path / "full.png").symlink_to("/dev/full")
+    (tmp_path / "zero.png").symlink_to("/dev/zero")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock.png"))
+    request.addfinalizer(sock.close)
+    (tmp_path / "heat").mkdir()
+    os.mkfifo(tmp_path / "heat" / "eigenvector_2.png")
     return tmp_path
 
 
@@ -311,14 +328,38 @@ def _seg(d: Path, *extra, image="img.png", scribbles="s.png", out="out.png") -> 
 
 CLI_CASES = [
     # (id, argv builder, exit status, message part)
-    ("-o is the image", lambda d: _seg(d, "-o", d / "img.png", out=None), EXIT_INPUT, "IMAGE"),
-    ("-o is the scribbles", lambda d: _seg(d, "-o", d / "s.png", out=None), EXIT_INPUT,
+    # outputs that would replace an input or each other: refused as output errors (exit 3)
+    ("-o is the image", lambda d: _seg(d, "-o", d / "img.png", out=None), EXIT_OUTPUT, "IMAGE"),
+    ("-o is the scribbles", lambda d: _seg(d, "-o", d / "s.png", out=None), EXIT_OUTPUT,
      "--scribbles"),
-    ("-o via another path", lambda d: _seg(d, "-o", d / "." / "img.png", out=None), EXIT_INPUT,
+    ("-o via another path", lambda d: _seg(d, "-o", d / "." / "img.png", out=None), EXIT_OUTPUT,
      "IMAGE"),
-    ("--overlay is the image", lambda d: _seg(d, "--overlay", d / "img.png"), EXIT_INPUT,
+    ("-o via a symlink to the image", lambda d: _seg(d, "-o", d / "link.png", out=None),
+     EXIT_OUTPUT, "IMAGE"),
+    ("--overlay is the image", lambda d: _seg(d, "--overlay", d / "img.png"), EXIT_OUTPUT,
      "IMAGE"),
-    ("--overlay is -o", lambda d: _seg(d, "--overlay", d / "out.png"), EXIT_INPUT, "same file"),
+    ("--overlay is -o", lambda d: _seg(d, "--overlay", d / "out.png"), EXIT_OUTPUT, "twice"),
+    ("--overlay is -o via ..", lambda d: _seg(d, "--overlay", d / "sub" / ".." / "out.png"),
+     EXIT_OUTPUT, "twice"),
+    ("--heatmaps would overwrite -o",
+     lambda d: _seg(d, "--heatmaps", d, out="eigenvector_1.png"), EXIT_OUTPUT,
+     "would overwrite"),
+    # outputs that are not regular files: the atomic rename would replace them (issue 23)
+    ("-o is a FIFO", lambda d: _seg(d, out="fifo.png"), EXIT_OUTPUT, "FIFO"),
+    ("--overlay is a FIFO", lambda d: _seg(d, "--overlay", d / "fifo.png"), EXIT_OUTPUT, "FIFO"),
+    ("-o is a device (symlink to /dev/null)", lambda d: _seg(d, out="null.png"), EXIT_OUTPUT,
+     "device"),
+    ("--overlay is a device (symlink to /dev/full)",
+     lambda d: _seg(d, "--overlay", d / "full.png"), EXIT_OUTPUT, "device"),
+    ("-o is a socket", lambda d: _seg(d, out="sock.png"), EXIT_OUTPUT, "socket"),
+    ("--heatmaps holds a FIFO", lambda d: _seg(d, "--heatmaps", d / "heat"), EXIT_OUTPUT,
+     "FIFO"),
+    # inputs that are not regular files would block (FIFO) or never end (device)
+    ("image is a FIFO", lambda d: _seg(d, image="fifo.png"), EXIT_INPUT, "not a regular file"),
+    ("scribbles is a FIFO", lambda d: _seg(d, scribbles="fifo.png"), EXIT_INPUT,
+     "not a regular file"),
+    ("scribbles is /dev/zero", lambda d: _seg(d, scribbles="zero.png"), EXIT_INPUT,
+     "not a regular file"),
     ("--n-vectors 1, 3 labels", lambda d: _seg(d, "--n-vectors", 1), EXIT_INPUT, "n_vectors"),
     ("--sigma-scale 0", lambda d: _seg(d, "--sigma-scale", 0), EXIT_INPUT, "sigma_scale"),
     ("--sigma-scale -1", lambda d: _seg(d, "--sigma-scale=-1"), EXIT_INPUT, "sigma_scale"),
@@ -366,12 +407,33 @@ def test_command_line_bad_input(files, capsys, monkeypatch, argv, status, messag
     import segapp.session
     if message not in _FOUND_WHILE_SOLVING:
         monkeypatch.setattr(segapp.session, "segment", _never)    # refused before any solve
-    before = {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()}
-    assert main(argv(files)) == status
+    before = _snapshot(files)
+    def blocked(*_):
+        raise TimeoutError("blocked for 120 s")
+    # a FIFO read that blocks fails the test instead of hanging the suite
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(120)
+    try:
+        assert main(argv(files)) == status
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     err = capsys.readouterr().err
     assert err.startswith("segapp: error: ") and err.count("\n") == 1, err
     assert message in err, err
-    assert {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()} == before
+    assert _snapshot(files) == before
+
+
+def _snapshot(d: Path) -> dict[str, object]:
+    """Every entry's kind and, for regular files, content (not following symlinks: a link
+    replaced by a file shows)."""
+    out: dict[str, object] = {}
+    for p in sorted(d.rglob("*")):
+        st = p.lstat()
+        out[str(p.relative_to(d))] = (p.read_bytes() if stat.S_ISREG(st.st_mode) else
+                                      (stat.S_IFMT(st.st_mode), os.readlink(p)
+                                       if p.is_symlink() else None))
+    return out
 
 
 def test_a_failing_heat_map_leaves_no_partial_set_of_outputs(files, capsys):
@@ -403,7 +465,9 @@ def test_success_reports_the_labels_found(files, capsys):
 
 
 @pytest.mark.parametrize("argv, status", [
-    (["segment", "{d}/img.png", "-s", "{d}/s.png", "-o", "{d}/img.png"], EXIT_INPUT),
+    (["segment", "{d}/img.png", "-s", "{d}/s.png", "-o", "{d}/img.png"], EXIT_OUTPUT),
+    (["segment", "{d}/img.png", "-s", "{d}/s.png", "-o", "{d}/null.png"], EXIT_OUTPUT),
+    (["segment", "{d}/fifo.png", "-s", "{d}/s.png", "-o", "{d}/o.png"], EXIT_INPUT),
     (["segment", "{d}/img.png", "-s", "{d}/s.png", "-o", "{d}/o.png", "--radius", "1e5"],
      EXIT_INPUT),
     (["segment", "{d}/huge.png", "-s", "{d}/s.png", "-o", "{d}/o.png"], EXIT_INPUT),

@@ -156,6 +156,45 @@ def test_missing_path_for_the_app(tmp_path, capsys):
     _error(capsys)
 
 
+def test_help_usage_line_shows_the_app_path(capsys):
+    """Issue 23: `segapp --help` did not say that `segapp PATH` opens the app on PATH."""
+    with pytest.raises(SystemExit):
+        run("--help")
+    assert capsys.readouterr().out.splitlines()[0] == \
+        "usage: segapp [-h] [--version] [PATH | COMMAND ...]"
+
+
+#: Usage errors (issue 23): one line, exit 2, no traceback — in-process and as the shell runs
+#: them (``segapp *.jpg`` expands to several paths).
+USAGE_CASES = [
+    ("two paths (segapp *.jpg)", ["a.jpg", "b.jpg"], "unknown command 'a.jpg'"),
+    ("unknown command and argument", ["foo", "bar"], "unknown command 'foo'"),
+    ("three existing files", ["{d}/photo.jpg", "{d}/photo.jpg", "{d}/strokes.png"],
+     "the app opens one PATH"),
+    ("unknown option", ["--bogus"], "unrecognized"),
+    ("segment without arguments", ["segment"], "required"),
+    ("methods with two names", ["methods", "fastge", "ncut"], "unrecognized"),
+]
+
+
+@pytest.mark.parametrize("argv, message", [c[1:] for c in USAGE_CASES],
+                         ids=[c[0] for c in USAGE_CASES])
+def test_usage_errors_are_one_line_exit_2(scene, capsys, argv, message):
+    d = scene["image"].parent
+    assert run(*[a.format(d=d) for a in argv]) == EXIT_INPUT
+    err = _error(capsys)
+    assert message in err
+
+
+@pytest.mark.parametrize("argv", [["a.jpg", "b.jpg"], ["foo", "bar"]])
+def test_usage_errors_in_a_subprocess(argv):
+    proc = subprocess.run([sys.executable, "-m", "segapp.cli", *argv], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == EXIT_INPUT
+    assert proc.stderr.startswith("segapp: error: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
 def test_installed_script_runs_on_a_bundled_sample(tmp_path):
     """The real entry point in a subprocess, on a shipped sample and its scribbles."""
     from segapp import samples

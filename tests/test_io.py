@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import struct
@@ -492,3 +493,107 @@ def test_save_labels(tmp_path):
 def test_save_labels_rejects(tmp_path, bad):
     with pytest.raises(InvalidInputError):
         io.save_labels(tmp_path / "l.png", bad)
+
+
+# --------------------------------------------------------------------------------------------
+# special files (issue 23): never replaced, never read from
+# --------------------------------------------------------------------------------------------
+def _special(tmp_path: Path, kind: str, request) -> Path:
+    """A special file under ``tmp_path`` (devices via symlinks: a failed check replaces the
+    link, never the device)."""
+    p = tmp_path / f"{kind}.png"
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "socket":
+        import socket
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(p))
+        request.addfinalizer(sock.close)
+    elif kind == "directory":
+        p.mkdir()
+    else:
+        p.symlink_to(f"/dev/{kind}")
+    return p
+
+
+_WRITERS = {
+    "write_png_atomic": lambda p: io.write_png_atomic(p, np.zeros((2, 2), np.uint8)),
+    "write_pngs_atomic": lambda p: io.write_pngs_atomic([(p.parent / "ok.png",
+                                                         np.zeros((2, 2), np.uint8)),
+                                                        (p, np.zeros((2, 2), np.uint8))]),
+    "write_text_atomic": lambda p: io.write_text_atomic(p, "text"),
+    "save_labels": lambda p: io.save_labels(p, np.zeros((2, 2), np.uint8)),
+    "check_writable": io.check_writable,
+}
+
+#: (special file, error type, message part)
+SPECIAL_OUTPUTS = [
+    ("null", FileExistsError, "is a device"),
+    ("full", FileExistsError, "is a device"),
+    ("fifo", FileExistsError, "FIFO"),
+    ("socket", FileExistsError, "socket"),
+    ("directory", IsADirectoryError, "directory"),
+]
+
+
+@pytest.mark.parametrize("writer", list(_WRITERS))
+@pytest.mark.parametrize("kind, error, message", SPECIAL_OUTPUTS,
+                         ids=[c[0] for c in SPECIAL_OUTPUTS])
+def test_writers_refuse_special_files(tmp_path, request, writer, kind, error, message):
+    """`-o /dev/null` as root replaced the device node with a regular file (issue 23)."""
+    p = _special(tmp_path, kind, request)
+    before = os.lstat(p)
+    with pytest.raises(error) as info:
+        _WRITERS[writer](p)
+    assert message in str(info.value) and str(p) in str(info.value)
+    assert "\n" not in str(info.value)
+    after = os.lstat(p)
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)
+    assert not (tmp_path / "ok.png").exists() and _temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("items, message", [
+    (["a.png", "a.png"], "twice"),
+    (["a.png", "sub/../a.png"], "twice"),
+    (["a.png", "link.png"], "twice"),                 # a symlink to the first
+])
+def test_write_pngs_refuses_one_file_twice(tmp_path, items, message):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.png").write_bytes(b"old")
+    (tmp_path / "link.png").symlink_to(tmp_path / "a.png")
+    with pytest.raises(io.OutputClashError, match=message):
+        io.write_pngs_atomic([(tmp_path / i, np.zeros((2, 2), np.uint8)) for i in items])
+    assert (tmp_path / "a.png").read_bytes() == b"old"
+
+
+def test_check_distinct_names_the_input(tmp_path):
+    (tmp_path / "img.png").write_bytes(b"x")
+    with pytest.raises(io.OutputClashError, match="input IMAGE"):
+        io.check_distinct([tmp_path / "o.png", tmp_path / "." / "img.png"],
+                          {"IMAGE": tmp_path / "img.png"})
+    io.check_distinct([tmp_path / "o.png", tmp_path / "p.png"], [tmp_path / "img.png"])
+
+
+@pytest.mark.parametrize("reader", [io.read_image, io.read_scribbles])
+@pytest.mark.parametrize("kind", ["fifo", "zero", "null", "socket"])
+def test_readers_refuse_special_files_at_once(tmp_path, request, reader, kind):
+    """A FIFO given as image or scribbles blocked forever (issue 23)."""
+    p = _special(tmp_path, kind, request)
+    with _alarm(10):              # a regression blocks in open(): the alarm ends it
+        assert "not a regular file" in _raises_invalid(p, reader)
+
+
+@contextlib.contextmanager
+def _alarm(seconds: int):
+    """Fail (instead of hanging the suite) if the body takes more than ``seconds``."""
+    import signal
+
+    def fail(*_):
+        raise TimeoutError(f"blocked for more than {seconds} s")
+    old = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

@@ -3,13 +3,15 @@
 Every problem with an input file is reported as :class:`segapp.errors.InvalidInputError`
 whose one-line message names the file and the reason; Pillow's own exception types never
 escape. Problems with an output location (missing directory, no permission, disk full) are
-reported as the matching :class:`OSError` subclass, again with a one-line message.
+reported as the matching :class:`OSError` subclass, again with a one-line message; so are
+outputs that are not regular files (devices, FIFOs: the atomic rename would replace them) or
+the same file as another output or an input (:class:`OutputClashError`).
 :mod:`.images` reads images, :mod:`.scribbles` scribble files, both through :mod:`.opening`;
 :mod:`.atomic` writes.
 """
 
-from .atomic import (check_writable, save_labels, write_bytes_atomic, write_png_atomic,
-                     write_pngs_atomic, write_text_atomic)
+from .atomic import (OutputClashError, check_distinct, check_writable, same_file, save_labels,
+                     write_bytes_atomic, write_png_atomic, write_pngs_atomic, write_text_atomic)
 from .images import read_image
 from .opening import DEFAULT_PIXEL_LIMIT, check_pixel_limit
 from .scribbles import MAX_LABEL, read_scribbles
@@ -25,5 +27,8 @@ __all__ = [
     "write_bytes_atomic",
     "write_text_atomic",
     "check_writable",
+    "check_distinct",
+    "same_file",
+    "OutputClashError",
     "save_labels",
 ]

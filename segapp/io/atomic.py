@@ -13,8 +13,9 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 from pathlib import Path
-from typing import BinaryIO, Callable, Sequence
+from typing import BinaryIO, Callable, Mapping, Sequence
 
 import numpy as np
 from PIL import Image
@@ -118,7 +119,9 @@ def write_png_atomic(path: PathLike, array: np.ndarray, overwrite: bool = True) 
         The array cannot be written as PNG (dtype, shape, value range).
     FileNotFoundError, PermissionError, FileExistsError, IsADirectoryError, OSError
         The destination cannot be written (missing directory, not writable, exists with
-        ``overwrite=False``, disk full); the message is one line naming ``path``.
+        ``overwrite=False``, disk full) or is not a regular file (a device such as
+        ``/dev/null``, a FIFO, a socket: the rename would replace it — FileExistsError); the
+        message is one line naming ``path``.
     """
     return write_pngs_atomic([(path, array)], overwrite)[0]
 
@@ -144,11 +147,16 @@ def write_pngs_atomic(items: Sequence[tuple[PathLike, np.ndarray]],
     -------
     list of pathlib.Path
         The written paths, in order.
+
+    Raises
+    ------
+    OutputClashError
+        Two destinations are the same file (a :class:`FileExistsError`).
+    segapp.errors.InvalidInputError, OSError
+        As for :func:`write_png_atomic`.
     """
     dests = [Path(p) for p, _ in items]
-    if len({os.path.abspath(d) for d in dests}) != len(dests):
-        raise InvalidInputError("the same output file is given twice: "
-                                + ", ".join(str(d) for d in dests))
+    check_distinct(dests)
     images = [_to_pil(a) for _, a in items]  # validate everything before touching the disk
     for p in dests:
         _check_destination(p, overwrite)   # staging below is the real test of the directory
@@ -195,14 +203,71 @@ def check_writable(path: PathLike, overwrite: bool = True) -> None:
         os.unlink(tmp)
 
 
+class OutputClashError(FileExistsError):
+    """Two outputs, or an output and an input, are the same file (one would destroy the
+    other); an :class:`OSError` like every other output problem."""
+
+
+def same_file(a: PathLike, b: PathLike) -> bool:
+    """Whether ``a`` and ``b`` name the same file: the same absolute path, or (both existing)
+    the same inode, through symlinks, hard links and ``..``."""
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:               # one of them does not exist (yet): different files
+        return False
+
+
+def check_distinct(outputs: Sequence[PathLike],
+                   inputs: Sequence[PathLike] | Mapping[str, PathLike] = ()) -> None:
+    """Raise :class:`OutputClashError` if two ``outputs``, or an output and an input, are the
+    same file (writing one would replace the other).
+
+    ``inputs`` may map a name for the message (``"IMAGE"``) to each input path.
+    """
+    named = dict(inputs) if isinstance(inputs, Mapping) else {str(i): i for i in inputs}
+    outs = [Path(o) for o in outputs]
+    for i, out in enumerate(outs):
+        for name, src in named.items():
+            if same_file(out, src):
+                raise OutputClashError(f"cannot write {out}: it is the input {name}, which "
+                                       "it would replace; choose another output file")
+        for other in outs[:i]:
+            if same_file(out, other):
+                raise OutputClashError(f"cannot write {out} twice: two outputs are that same "
+                                       f"file ({other}); choose distinct names")
+
+
 def _check_destination(p: Path, overwrite: bool) -> None:
     directory = p.parent
     if not directory.is_dir():
         raise FileNotFoundError(f"cannot write {p}: directory {directory} does not exist")
     if p.is_dir():
         raise IsADirectoryError(f"cannot write {p}: it is a directory")
+    _check_regular(p)
     if not overwrite and p.exists():
         raise FileExistsError(f"cannot write {p}: file exists (overwrite not allowed)")
+
+
+def _check_regular(p: Path) -> None:
+    """Refuse a destination that exists and is not a regular file (through symlinks).
+
+    The atomic rename would *replace* a device node (``/dev/null`` as root), a FIFO or a
+    socket with a regular file: the rename goes over the name, not into the device.
+    """
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:          # missing (the usual case) or a dangling link: a new file
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+                "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
+                "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        exc = FileExistsError(f"cannot write {p}: it is {kind}, not a regular file; choose a "
+                              "file name")
+        exc.errno = errno.EEXIST
+        raise exc
 
 
 def write_bytes_atomic(path: PathLike, data: bytes, overwrite: bool = True) -> Path:
@@ -257,6 +322,7 @@ def _discard(paths: Sequence[Path]) -> None:
 
 def _publish(tmp: Path, dest: Path, overwrite: bool) -> None:
     """Move the finished temp file to ``dest`` atomically."""
+    _check_regular(dest)      # again: a FIFO or device may have appeared since the check
     if overwrite:
         os.replace(tmp, dest)
         return

@@ -87,6 +87,9 @@ def _open_image(path: PathLike, what: str = "image",
         raise InvalidInputError(f"{p}: no such file")
     if p.is_dir():
         raise InvalidInputError(f"{p}: is a directory, not an {what} file")
+    if not p.is_file():   # opening a FIFO blocks until a writer comes; a device never ends
+        raise InvalidInputError(f"{p}: {what} is not a regular file (a FIFO, device or "
+                                "socket would block or never end)")
     try:
         with _PIL_LIMIT_LOCK, warnings.catch_warnings():
             # Pillow warns about odd but readable files (e.g. bad EXIF); those are not errors.
