@@ -701,13 +701,12 @@ class Document(QObject):
         return restored
 
     def _offer(self, orphan: Orphan, rec: Recovered) -> bool:
-        ids = ", ".join(map(str, rec.label_ids()))
         answer = self.window.choose(
             "Restore previous work?",
             f"segapp did not shut down cleanly while you worked on {rec.image_path.name} "
             f"(last change {orphan.last_change():%Y-%m-%d %H:%M}); its strokes were not saved: "
-            f"{rec.painted()} painted pixels, labels {ids}. Restore them with their undo "
-            "history?", ("Restore", "Discard", "Later"))
+            f"{rec.summary()}. Restore them with their undo history?",
+            ("Restore", "Discard", "Later"))
         if answer == "Discard":
             orphan.remove()
             return False
@@ -728,8 +727,9 @@ class Document(QObject):
         mark = self._work_mark()
         kept = "your strokes are kept and offered again at the next start"
 
-        def done(result: tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes]) -> None:
-            loaded, full, changes, origin, frames = result
+        def done(result: tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes,
+                               str]) -> None:
+            loaded, full, changes, origin, frames, summary = result
             if not self._may_replace(mark, image_path.name):
                 orphan.release()
                 return
@@ -741,7 +741,10 @@ class Document(QObject):
                 orphan.remove()
             else:
                 orphan.release()
-            self.window.show_info(_restored_text(image_path, full, self.state.label))
+            undo, redo = full.applied, len(full.steps) - full.applied
+            self.window.show_info(f"Restored your strokes on {image_path.name}: {summary}; "
+                                  f"{undo} undo and {redo} redo steps; painting label "
+                                  f"{self.state.label}")
 
         def failed(message: str) -> None:
             orphan.release()
@@ -758,21 +761,15 @@ class Document(QObject):
         return True
 
 
-def _restore(orphan: Orphan, offered: Recovered, image_path: Path,
-             step: Any) -> tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes]:
+def _restore(orphan: Orphan, offered: Recovered, image_path: Path, step: Any
+             ) -> tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes, str]:
     """Everything a restore needs, made in the loader's thread: the journal read again with
-    its undo history, the image and strokes, each step's count change, and the new journal's
-    base (the strokes before the history) and history frames."""
+    its undo history, the image and strokes, each step's count change, the new journal's
+    base (the strokes before the history) and history frames, and what was restored."""
     full = Journal.read(orphan.journal_path, history=True)
     if full is None or not np.array_equal(full.scribbles, offered.scribbles):
         full = offered  # cannot happen while we hold its lock; then restore what was offered
     loaded = load_image(image_path, step, scribbles=full.scribbles, labels=full.labels)
     changes = [edits.count_change(r) for r in full.steps]
-    return loaded, full, changes, full.origin(), history_frames(full.steps, full.applied)
-
-
-def _restored_text(image_path: Path, rec: Recovered, label: int) -> str:
-    undo, redo = rec.applied, len(rec.steps) - rec.applied
-    return (f"Restored your strokes on {image_path.name}: {rec.painted()} painted pixels, "
-            f"labels {', '.join(map(str, rec.label_ids()))}; {undo} undo and {redo} redo "
-            f"steps; painting label {label}")
+    return (loaded, full, changes, full.origin(), history_frames(full.steps, full.applied),
+            full.summary())
