@@ -5,11 +5,16 @@
 Commands, one per line; each answer is one JSON line on stdout:
 
     stroke LABEL X0 Y0 X1 Y1   paint a stroke with real mouse events on the canvas
+    fill LABEL X Y             keys LABEL and G, a click on image point (X, Y); answers once
+                               the fill is applied (a solve must have shown a result first)
+    undo / redo                Ctrl+Z / Ctrl+Y; answers once applied
+    label N                    key N (paint with label N)
     solve                      answer once a solve is running (busy)
+    shown                      answer once the segmentation of the strokes is on screen
     export BASE                start Export All to BASE (answers at once)
     recover CHOICE [PATH]      offer_recovery() answering CHOICE (Restore/Discard/Later) and
                                PATH to "where is the image now?"
-    status                     strokes, image, messages
+    status                     strokes, image, messages, label, undo and redo steps
 
 The test kills the process with SIGKILL whenever it likes; nothing here cleans up.
 """
@@ -54,7 +59,12 @@ def main() -> None:
         return {"image": str(win.state.image_path) if win.state.image_path else None,
                 "strokes": None if m is None else digest(m.scribbles),
                 "painted": 0 if m is None else int(np.count_nonzero(m.scribbles)),
-                "message": win.message_bar.text(), "busy": win.worker.is_busy}
+                "message": win.message_bar.text(), "busy": win.worker.is_busy,
+                "label": win.state.label, "tool": win.state.tool,
+                "undo": 0 if m is None else win.state.history._index,
+                "redo": 0 if m is None else len(win.state.history._steps)
+                - win.state.history._index,
+                "info": win.statusBar().currentMessage()}
 
     def wait_busy() -> None:
         if win.worker.is_busy and win.worker._running:
@@ -62,8 +72,19 @@ def main() -> None:
         else:
             QTimer.singleShot(5, wait_busy)
 
+    def wait_shown() -> None:
+        if win.state.shown is not None and win.state.shown.tag == win.display.tag \
+                and not win.worker.is_busy:
+            say(ok="shown", **status())
+        else:
+            QTimer.singleShot(20, wait_shown)
+
+    def key(k: Qt.Key, modifier=Qt.KeyboardModifier.NoModifier) -> None:
+        QTest.keyClick(win.canvas, k, modifier)
+
     def run(text: str) -> None:
         cmd, *args = text.split()
+        ctrl = Qt.KeyboardModifier.ControlModifier
         if cmd == "stroke":
             label, x0, y0, x1, y1 = (float(a) for a in args)
             win.select_label(int(label))
@@ -74,8 +95,25 @@ def main() -> None:
                 QTest.mouseMove(vp, a + (b - a) * float(t))
             QTest.mouseRelease(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, b)
             say(ok="stroke", **status())
+        elif cmd == "fill":
+            label, x, y = int(args[0]), float(args[1]), float(args[2])
+            key(Qt.Key(Qt.Key.Key_0 + label))
+            key(Qt.Key.Key_G)
+            QTest.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
+                             Qt.KeyboardModifier.NoModifier, win.canvas.mapFromScene(x, y))
+            win.document.wait_edits()
+            say(ok="fill", **status())
+        elif cmd in ("undo", "redo"):
+            key(Qt.Key.Key_Z if cmd == "undo" else Qt.Key.Key_Y, ctrl)
+            win.document.wait_edits()
+            say(ok=cmd, **status())
+        elif cmd == "label":
+            key(Qt.Key(Qt.Key.Key_0 + int(args[0])))
+            say(ok="label", **status())
         elif cmd == "solve":
             wait_busy()
+        elif cmd == "shown":
+            wait_shown()
         elif cmd == "export":
             say(ok="export", started=win.document.export_to(args[0], ("labels", "masks",
                                                                       "overlay", "heatmaps")))

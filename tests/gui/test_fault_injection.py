@@ -151,3 +151,25 @@ def test_killed_during_export_leaves_no_temporary_file_and_reports_what_is_missi
     named = got["message"].split("not written: ")[1].split(" and ")[0].split(", ")
     assert named and not any((out / name).exists() for name in named)
     assert orphans(tmp_path / "recovery") == []  # restored: the new instance's journal has it
+
+
+def test_killed_after_a_fill_and_its_undo_the_restore_has_the_history_and_the_label(apps,
+                                                                                    image):
+    """Issue 23: after a restore undo and redo were empty, the label was 1 again, and the
+    offer counted a fill that had been undone."""
+    app = apps(image)
+    app.do("stroke 1 50 45 70 45")
+    painted = app.do("stroke 2 5 5 115 8")
+    app.do("shown")
+    filled = app.do("fill 3 60.5 45.5")
+    assert filled["tool"] == "brush" and filled["painted"] > painted["painted"]
+    undone = app.do("undo")
+    assert undone["strokes"] == painted["strokes"] and (undone["undo"], undone["redo"]) == (2, 1)
+    app.do("label 4")
+    app.kill()
+    again = apps()
+    got = again.do("recover Restore")
+    assert got["restored"] and got["strokes"] == painted["strokes"]
+    assert (got["undo"], got["redo"], got["label"]) == (2, 1, 4)
+    assert f"{painted['painted']} painted pixels, labels 1, 2" in got["info"]
+    assert again.do("redo")["strokes"] == filled["strokes"]  # the undone fill comes back
