@@ -8,8 +8,10 @@ is :func:`segapp.segment` called directly on the same files.
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
+import stat
 import string
 import subprocess
 import sys
@@ -286,6 +288,12 @@ def test_output_folder_must_not_hold_the_inputs(pairs):
     (["--max-pixels", "3"], "--max-pixels must be 0"),
     (["--pixel-limit", "-1"], "--pixel-limit must be"),
     (["--pattern", "x.png"], "must contain {stem}"),
+    # issue 23: these ended in tracebacks
+    (["--pattern", "{stem:999999999999}.png"], "without a format spec"),
+    (["--pattern", "{stem:>99999999}.png"], "without a format spec"),
+    (["--pattern", "{stem!r}.png"], "without a format spec"),
+    (["--pattern", "x" * 300 + "{stem}.png"], "too long"),
+    (["--pattern", "x" * 100_000 + "{stem}"], "too long"),
 ])
 def test_command_line_errors_exit_101_in_one_line(pairs, tmp_path, capsys, args, message):
     assert run_cli("batch", pairs, "-o", tmp_path / "out", *args) == EXIT_BATCH_ERROR
@@ -416,3 +424,157 @@ def test_tasks_undo_dasks_malloc_trimming():
                                        capture_output=True, text=True, check=True).stdout)
               for mode in ("plain", "fix")}
     assert faults["fix"] * 4 < faults["plain"], faults
+
+
+# -- issue 23: output clashes, output folders that take no files, Ctrl+C ----------------------
+def test_an_overlay_that_is_another_images_label_map_is_refused(tmp_path, capsys):
+    """``x.png`` with --overlay writes ``x_overlay.png``, the label map of the image
+    ``x_overlay.png``: both rows said ok and one output was lost."""
+    folder = tmp_path / "in"
+    make_pairs(folder, 3, SCALE)
+    stem = find_pairs(folder).pairs[0].stem
+    rename_pair(folder, find_pairs(folder).pairs[1].stem, f"{stem}_overlay")
+    out = tmp_path / "out"
+    code = main(["batch", str(folder), "-o", str(out), "-j", "1", "--overlay"])
+    assert code == 2
+    report = read_report(out)
+    for name in (f"{stem}.jpg", f"{stem}_overlay.jpg"):
+        assert report[name]["status"] == "failed"
+        assert f"output {stem}_overlay.png would be written by" in report[name]["error"]
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(
+        [f"{p.stem}{s}.png" for p in find_pairs(folder).pairs[2:] for s in ("", "_overlay")])
+    # without overlays nothing clashes
+    assert main(["batch", str(folder), "-o", str(tmp_path / "plain"), "-j", "1"]) == 0
+
+
+def test_an_output_that_is_a_fifo_fails_its_image_before_any_work(pairs, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    stem = find_pairs(pairs).pairs[0].stem
+    os.mkfifo(out / f"{stem}.png")
+    (out / f"{stem}_overlay.png").write_bytes(b"")
+    result = run_batch(find_pairs(pairs), out, progress=False, overlay=True)
+    row = next(r for r in result.rows if Path(r["image"]).stem == stem)
+    assert row["status"] == "failed" and "FIFO" in row["error"] and row["width"] == ""
+    assert stat.S_ISFIFO(os.lstat(out / f"{stem}.png").st_mode)     # never replaced
+    assert result.count("ok") == 5
+
+
+def _fail_with(code: int):
+    def fail(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
+    return fail
+
+
+def _file(path: Path) -> Path:
+    path.write_bytes(b"")
+    return path
+
+
+#: (case, make the output folder fail -> OUT_DIR, message part): one line, exit 101, no
+#: traceback, no image touched. As root permission bits stop nothing, so read-only and
+#: permission-less folders are simulated where the writer creates its file.
+OUT_DIR_CASES = [
+    ("read-only", lambda m, d: m.setattr("segapp.io.atomic._create_temp",
+                                         _fail_with(errno.EROFS)) or d / "out", "not writable"),
+    ("no permission", lambda m, d: m.setattr("segapp.io.atomic._create_temp",
+                                             _fail_with(errno.EACCES)) or d / "out",
+     "not writable"),
+    ("full", lambda m, d: m.setattr(os, "fsync", _fail_with(errno.ENOSPC)) or d / "out",
+     "disk full"),
+    ("a file", lambda m, d: _file(d / "out"), "cannot create output folder"),
+    ("under a file", lambda m, d: _file(d / "f") / "out", "cannot create output folder"),
+    ("a FIFO", lambda m, d: os.mkfifo(d / "fifo") or d / "fifo", "cannot create output folder"),
+]
+
+
+@pytest.mark.parametrize("make_bad, message", [c[1:] for c in OUT_DIR_CASES],
+                         ids=[c[0] for c in OUT_DIR_CASES])
+def test_an_output_folder_that_takes_no_files_is_one_line_exit_101(pairs, tmp_path, capsys,
+                                                                   monkeypatch, make_bad,
+                                                                   message):
+    import segapp.batch.task
+    monkeypatch.setattr(segapp.batch.task, "_run", _never)     # refused before any image
+    out = make_bad(monkeypatch, tmp_path)
+    assert main(["batch", str(pairs), "-o", str(out), "-j", "1"]) == EXIT_BATCH_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("segapp batch: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("an image was processed")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="needs POSIX permissions and a non-root user")
+def test_a_read_only_output_folder_really_is_refused(pairs, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o500)
+    try:
+        assert main(["batch", str(pairs), "-o", str(out), "-j", "1"]) == EXIT_BATCH_ERROR
+    finally:
+        out.chmod(0o700)
+    assert "not writable" in capsys.readouterr().err
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_exit_101(pairs, tmp_path, capsys,
+                                                                monkeypatch):
+    """The disk fills up during the batch: the images fail one by one, then the report."""
+    import segapp.batch.runner
+    monkeypatch.setattr(segapp.batch.runner, "write_report", _fail_with(errno.ENOSPC))
+    assert main(["batch", str(pairs), "-o", str(tmp_path / "out"), "-j", "1"]) == \
+        EXIT_BATCH_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("segapp batch: error: cannot write the report")
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_failure_lines_do_not_repeat_the_image_path(pairs, tmp_path, capsys):
+    bad_inputs(pairs)
+    main(["batch", str(pairs), "-o", str(tmp_path / "out"), "-j", "1", "-q"])
+    main(["batch", str(pairs), "-o", str(tmp_path / "out2"), "-j", "1"])
+    failed = [ln for ln in capsys.readouterr().err.splitlines() if "failed: " in ln]
+    assert failed
+    for line in failed:
+        path = line.split("failed: ", 1)[1].split(": ", 1)[0]
+        assert line.count(Path(path).name) == 1, line
+
+
+def _start_batch(folder: Path, out: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "segapp.cli", "batch", str(folder), "-o",
+                             str(out), "-q", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("executor", [["-j", "1"], ["-j", "2"], ["-j", "2", "--scheduler",
+                                                                  "local"]],
+                         ids=["serial", "process pool", "dask LocalCluster"])
+def test_ctrl_c_exits_130_without_a_traceback_on_every_executor(tmp_path, executor):
+    """Ctrl+C reaches the whole process group (os.killpg, as a terminal sends it); the
+    interrupt lands once the first image is written, while others run."""
+    import signal
+    import time
+    if "local" in executor:
+        pytest.importorskip("distributed")
+    folder = tmp_path / "in"
+    make_pairs(folder, 8, 0.6)
+    out = tmp_path / "out"
+    proc = _start_batch(folder, out, *executor)
+    try:
+        deadline = time.monotonic() + 240
+        while not list(out.glob("*.png")) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no image finished in 240 s"
+            time.sleep(0.1)
+        assert proc.poll() is None, "the batch finished before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith("segapp batch: interrupted")
+    read_report(out)          # written after the interrupt (the rows the client had received)

@@ -3,12 +3,15 @@
 Exit status: 0 when every paired image was segmented (or skipped because its outputs exist);
 otherwise the number of images that failed, capped at 100; 101 when the batch could not run at
 all (bad folder or option, no pairs, dask missing for ``--scheduler``, scheduler unreachable,
-command-line usage errors); 130 when interrupted.
+command-line usage errors, an output folder that does not take files — read-only, no
+permission, full — or a report that cannot be written); 130 when interrupted (Ctrl+C, on
+every executor, without a traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -16,6 +19,7 @@ from typing import Any, NoReturn
 from ..errors import SegappError
 from ..io import DEFAULT_PIXEL_LIMIT
 from .pairing import DEFAULT_PATTERNS
+from .task import short_error
 
 __all__ = ["EXIT_BATCH_ERROR", "add_parser", "configure", "main", "run"]
 
@@ -41,7 +45,8 @@ Dask distributed cluster whose workers see the same files ('local' starts a Loca
 EPILOG = """\
 exit status: 0 all segmented or skipped; N = N images failed (100 = 100 or more); 101 the
 batch could not run (bad folder or option, no pairs, dask not installed for --scheduler,
-scheduler unreachable); 130 interrupted (the report holds what finished; rerun to resume).
+scheduler unreachable, an output folder that is read-only, full or not permitted, a report
+that cannot be written); 130 interrupted (the report holds what finished; rerun to resume).
 Images without scribbles are listed in the report but not counted as failed.
 Install the optional extra for the progress bar and Dask: pip install 'segapp[batch]'."""
 
@@ -110,13 +115,16 @@ def main(argv: Sequence[str]) -> int:
     """``segapp batch ARGS``; returns the exit status (see the module docstring)."""
     from .. import methods
     from ..flags import method_from_argv
-    argv = list(argv)
-    method = method_from_argv(argv)
     try:
-        methods.get(method)  # an unknown --method fails before its flags are needed
-    except SegappError as exc:
-        return _fail(str(exc))
-    return run(build_parser(method).parse_args(argv))
+        argv = list(argv)
+        method = method_from_argv(argv)
+        try:
+            methods.get(method)  # an unknown --method fails before its flags are needed
+        except SegappError as exc:
+            return _fail(str(exc))
+        return run(build_parser(method).parse_args(argv))
+    except KeyboardInterrupt:   # before or after the batch proper (start-up, shut-down)
+        return _interrupted()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,10 +163,10 @@ def run(args: argparse.Namespace) -> int:
                                pixel_limit=args.pixel_limit or None)
     except SegappError as exc:
         return _fail(str(exc))
+    except OSError as exc:      # the report could not be written (e.g. the disk filled up)
+        return _fail(f"cannot write the report: {exc}")
     except KeyboardInterrupt:
-        print("segapp batch: interrupted; the report lists what finished, run again to "
-              "resume", file=sys.stderr)
-        return 130
+        return _interrupted()
     if not args.quiet:
         _print_summary(result, args.output)
     return result.exit_status
@@ -181,9 +189,19 @@ def _print_summary(result: Any, out_dir: str) -> None:
           f"{out_dir}/report.csv", file=sys.stderr)
     failed = [r for r in result.rows if r["status"] == "failed"]
     for r in failed[:10]:
-        print(f"  failed: {r['image']}: {r['error']}", file=sys.stderr)
+        print(f"  failed: {r['image']}: {short_error(r)}", file=sys.stderr)
     if len(failed) > 10:
         print(f"  ... and {len(failed) - 10} more (see the report)", file=sys.stderr)
+
+
+def _interrupted() -> int:
+    """Ctrl+C: one line, exit 130 (a second Ctrl+C while the workers stop is ignored)."""
+    import signal
+    with contextlib.suppress(ValueError):   # not the main thread: nothing to ignore
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("segapp batch: interrupted; the report lists what finished, run again to "
+          "resume", file=sys.stderr)
+    return 130
 
 
 def _fail(message: str) -> int:

@@ -21,9 +21,12 @@ so memory on the client stays flat for any number of images and Ctrl-C has littl
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import secrets
+import signal
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -125,28 +128,46 @@ class PoolExecutor(Executor):
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(max_workers=self.slots,
-                                      mp_context=multiprocessing.get_context("spawn"))
+                                      mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=_ignore_sigint)
 
     def warm_up(self) -> None:
         # One blocking round per worker: a pool starts a process only when none is idle.
-        futures = [self._pool.submit(_import_segapp) for _ in range(self.slots)]
+        with _sigint_ignored():
+            futures = [self._pool.submit(_import_segapp) for _ in range(self.slots)]
         for f in futures:
             f.result()
 
     def map_unordered(self, fn: TaskFn, tasks: Iterable[Task]) -> Iterator[tuple[Task, Row]]:
+        try:
+            yield from self._map(fn, tasks)
+        except KeyboardInterrupt:
+            self._stop_workers()   # they ignore SIGINT: stop them now, not after their task
+            raise
+
+    def _stop_workers(self) -> None:
+        """Terminate the pool's processes (their half-written temporaries are removed by
+        the next run) and drop the queued tasks."""
+        for process in list((getattr(self._pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _map(self, fn: TaskFn, tasks: Iterable[Task]) -> Iterator[tuple[Task, Row]]:
         pending = iter(tasks)
         deaths: dict[int, int] = {}            # id(task) -> times its worker died under it
         suspects: list[Task] = []              # in flight when a worker died
         running: dict[cf.Future, Task] = {}
         while True:
             # Suspects run alone, so that a death can be blamed on the one task running.
-            if suspects:
-                if not running:
-                    task = suspects.pop(0)
-                    running[self._pool.submit(fn, task)] = task
-            else:
-                for task in _take(pending, 2 * self.slots - len(running)):
-                    running[self._pool.submit(fn, task)] = task
+            with _sigint_ignored():          # a submit may start a worker process
+                if suspects:
+                    if not running:
+                        task = suspects.pop(0)
+                        running[self._pool.submit(fn, task)] = task
+                else:
+                    for task in _take(pending, 2 * self.slots - len(running)):
+                        running[self._pool.submit(fn, task)] = task
             if not running:
                 return
             done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
@@ -202,12 +223,23 @@ class DaskExecutor(Executor):
 
     def __init__(self, address: str | None, workers: int = 2, timeout: float = 30.0) -> None:
         try:
-            import dask
-            from distributed import Client, LocalCluster
+            import dask  # noqa: F401
+            import distributed  # noqa: F401
         except ImportError:
             raise SegappError("--scheduler needs dask.distributed: pip install 'segapp[batch]' "
                               "(without --scheduler a local process pool is used)") from None
         self._cluster = None
+        try:
+            with _sigint_ignored():   # the LocalCluster's workers never see Ctrl+C
+                self._connect(address, workers, timeout)
+        except BaseException:         # e.g. a failed start: stop what did start
+            self.close()
+            raise
+        self.slots = max(1, sum(self.client.nthreads().values()))
+
+    def _connect(self, address: str | None, workers: int, timeout: float) -> None:
+        import dask
+        from distributed import Client, LocalCluster
         try:
             if address is None:
                 if workers < 1:
@@ -228,7 +260,6 @@ class DaskExecutor(Executor):
             self.close()
             raise SegappError(f"cannot connect to the Dask scheduler {address}: "
                               f"{' '.join(str(exc).split())}") from None
-        self.slots = max(1, sum(self.client.nthreads().values()))
 
     @property
     def scheduler_address(self) -> str:
@@ -266,7 +297,15 @@ class DaskExecutor(Executor):
                 yield task, row
         finally:
             if live:  # interrupted: drop what is still queued or running
+                self._quiet_shutdown()
                 self.client.cancel([f for _, f in live.values()])
+
+    @staticmethod
+    def _quiet_shutdown() -> None:
+        """Cancelled tasks and workers killed while computing are expected now: Dask's
+        warnings about them would bury the one-line message."""
+        import logging
+        logging.getLogger("distributed").setLevel(logging.ERROR)
 
     def close(self) -> None:
         client = getattr(self, "client", None)
@@ -275,6 +314,33 @@ class DaskExecutor(Executor):
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT in this process while worker processes are started.
+
+    A Ctrl+C goes to the terminal's whole process group. Processes started meanwhile inherit
+    the ignored disposition across fork and exec (a blocked mask or a Python handler would
+    not survive the spawn), so the workers never print a KeyboardInterrupt traceback: this
+    process handles the interrupt and stops them. For the pool a submit lasts milliseconds;
+    a Ctrl+C during a LocalCluster's start (seconds) is lost — press it again. No-op off the
+    main thread (only it may set handlers).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _ignore_sigint() -> None:
+    """Pool workers ignore Ctrl+C (the terminal sends it to the whole process group): the
+    main process handles it, and stops them, instead of each printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _broken(future: cf.Future) -> bool:

@@ -26,6 +26,9 @@ __all__ = ["DEFAULT_PATTERNS", "IMAGE_SUFFIXES", "Pair", "Pairing", "find_pairs"
 #: Scribble file names tried in order; ``{stem}`` is the image's file name without suffix.
 DEFAULT_PATTERNS: tuple[str, ...] = ("{stem}_scribbles.png", "{stem}.png")
 
+#: Longest file name (bytes) of common file systems (ext4, XFS, APFS, NTFS in UTF-16 units).
+NAME_MAX = 255
+
 #: File suffixes taken as images (formats Pillow reads).
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp",
                             ".gif", ".ppm", ".pgm", ".jp2"})
@@ -67,14 +70,24 @@ def check_pattern(pattern: str) -> str:
     segapp.errors.InvalidInputError
         Other fields, no ``{stem}``, or a path separator (scribbles are looked up in one folder).
     """
+    shown = pattern if len(pattern) <= 60 else f"{pattern[:57]}..."
     try:
-        fields = {f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None}
+        parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(pattern)
+                  if f is not None]
     except ValueError as exc:
-        raise InvalidInputError(f"--pattern {pattern!r}: {exc}") from None
-    if fields != {"stem"}:
-        raise InvalidInputError(f"--pattern {pattern!r} must contain {{stem}} and no other field")
+        raise InvalidInputError(f"--pattern {shown!r}: {exc}") from None
+    if {f for f, _, _ in parsed} != {"stem"}:
+        raise InvalidInputError(f"--pattern {shown!r} must contain {{stem}} and no other field")
+    if any(spec or conv for _, spec, conv in parsed):
+        # {stem:999999999} would build a gigabyte-long name; a width is never a file name
+        raise InvalidInputError(f"--pattern {shown!r}: write {{stem}} without a format "
+                                "spec or conversion")
     if "/" in pattern or "\\" in pattern:
-        raise InvalidInputError(f"--pattern {pattern!r} must be a file name, not a path")
+        raise InvalidInputError(f"--pattern {shown!r} must be a file name, not a path")
+    fixed = len(pattern.replace("{stem}", "").replace("{{", "{").replace("}}", "}").encode())
+    if fixed + 1 > NAME_MAX:
+        raise InvalidInputError(f"--pattern {shown!r} is too long: {fixed} bytes besides "
+                                f"{{stem}}, file names have at most {NAME_MAX}")
     return pattern
 
 
@@ -114,7 +127,7 @@ def find_pairs(images_dir: Path | str, scribbles_dir: Path | str | None = None,
     for image in candidates:
         scribbles_of[image] = next(
             (s for s in (scribbles_dir / pat.format(stem=image.stem) for pat in patterns)
-             if s.is_file() and not _same_file(s, image)), None)
+             if _is_file(s) and not _same_file(s, image)), None)
     used = {s.resolve() for s in scribbles_of.values() if s is not None}
     images = [p for p in candidates if p.resolve() not in used]
     pairs = [Pair(p.stem, p, scribbles_of[p]) for p in images  # type: ignore[arg-type]
@@ -125,6 +138,14 @@ def find_pairs(images_dir: Path | str, scribbles_dir: Path | str | None = None,
     return Pairing(pairs=[p for p in pairs if counts[p.stem] == 1],
                    unpaired=[p for p in images if scribbles_of[p] is None],
                    clashes=[p for p in pairs if counts[p.stem] > 1])
+
+
+def _is_file(p: Path) -> bool:
+    """``p.is_file()``, False for names the OS refuses (too long for its file system)."""
+    try:
+        return p.is_file()
+    except OSError:
+        return False
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .task import short_error
+
 __all__ = ["Progress"]
 
 
@@ -60,7 +62,7 @@ class Progress:
         elapsed = time.perf_counter() - self._t0
         left = elapsed / self.done * (self.total - self.done)
         name = Path(str(row.get("image", ""))).name
-        extra = f" ({row['error']})" if row.get("status") == "failed" else ""
+        extra = f" ({short_error(row)})" if row.get("status") == "failed" else ""
         print(f"[{self.done}/{self.total}] {name} {row.get('status')}{extra} "
               f"{float(row.get('seconds') or 0):.1f}s, ETA {_eta(left)}", file=self.stream,
               flush=True)

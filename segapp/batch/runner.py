@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -10,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SegappError
-from ..io import DEFAULT_PIXEL_LIMIT
+from ..io import DEFAULT_PIXEL_LIMIT, write_bytes_atomic
+from ..io.atomic import _reason
 from .executors import Executor, SerialExecutor
-from .pairing import Pairing
+from .pairing import Pair, Pairing
 from .progress import Progress
 from .report import read_previous, write_report
 from .task import Task, failed_row, segment_pair
@@ -23,6 +25,11 @@ __all__ = ["BatchResult", "run_batch", "output_paths", "MAX_EXIT_STATUS"]
 MAX_EXIT_STATUS = 100
 
 Row = dict[str, Any]
+
+# A file written and removed in the output folder before the batch starts: a read-only,
+# permission-less or full folder fails here, once. 64 KiB: a label map's order of size.
+_PROBE = ".segapp-write-test"
+_PROBE_BYTES = 64 * 1024
 
 
 @dataclass
@@ -109,7 +116,10 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     Raises
     ------
     segapp.errors.SegappError
-        ``out_dir`` cannot be created or is an input folder.
+        ``out_dir`` cannot be created, does not take files (read-only, no permission, full)
+        or is an input folder.
+    OSError
+        The final report cannot be written (the disk filled up during the batch).
     KeyboardInterrupt
         After writing the report of what finished.
     """
@@ -121,22 +131,19 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     previous = read_previous(out)
     result = BatchResult(executor=executor.describe())
     tasks: list[Task] = []
-    for pair in pairing.pairs:
+    clashes = _output_clashes(pairing, out, overlay)
+    for pair in pairing.pairs + pairing.clashes:
         labels_path, overlay_path = output_paths(out, pair.stem, overlay)
         task = Task(image=str(pair.image.absolute()),
                     scribbles=str(pair.scribbles.absolute()), output=str(labels_path),
                     overlay=str(overlay_path) if overlay_path else None, method=method,
                     options=dict(options or {}), pixel_limit=pixel_limit)
-        if not overwrite and all(p.exists() for p in (labels_path, overlay_path) if p):
+        if pair.image in clashes:   # refused before the batch starts: neither is written
+            result.rows.append(failed_row(task, clashes[pair.image]))
+        elif not overwrite and all(p.is_file() for p in (labels_path, overlay_path) if p):
             result.rows.append(_skipped_row(task, previous.get(task.image)))
         else:
             tasks.append(task)
-    for pair in pairing.clashes:
-        labels_path, overlay_path = output_paths(out, pair.stem, overlay)
-        task = Task(str(pair.image.absolute()), str(pair.scribbles.absolute()),
-                    str(labels_path), str(overlay_path) if overlay_path else None, method)
-        result.rows.append(failed_row(task, f"another image has the stem {pair.stem!r} (same "
-                                            f"output file): rename one of them"))
     for image in pairing.unpaired:
         result.rows.append({"image": str(image.absolute()), "status": "no_scribbles",
                             "error": "no scribble file found"})
@@ -151,7 +158,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
                 on_result(row)
             if time.perf_counter() - last_write > report_every:
                 result.seconds = time.perf_counter() - t0
-                write_report(out, result.rows, result.summary())
+                with contextlib.suppress(OSError):   # the final write reports the problem
+                    write_report(out, result.rows, result.summary())
                 last_write = time.perf_counter()
     finally:  # also on Ctrl-C: the report holds what finished, a rerun resumes the rest
         bar.close()
@@ -162,12 +170,45 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     return result
 
 
+def _output_clashes(pairing: Pairing, out: Path, overlay: bool) -> dict[Path, str]:
+    """Images whose outputs another image writes too, with the reason (one line each).
+
+    Two images of one stem (``a.jpg``, ``a.tif``) write the same label map; with ``overlay``
+    the overlay of ``x.png`` is the label map of an image ``x_overlay.png``.
+    """
+    writers: dict[str, list[Pair]] = {}
+    for pair in pairing.pairs + pairing.clashes:
+        for path in output_paths(out, pair.stem, overlay):
+            if path is not None:
+                writers.setdefault(path.name, []).append(pair)
+    reasons: dict[Path, str] = {}
+    for name, pairs in writers.items():
+        if len(pairs) > 1:
+            others = ", ".join(p.image.name for p in pairs)
+            for pair in pairs:
+                reasons.setdefault(pair.image, f"output {name} would be written by {others}: "
+                                               "rename one of them (neither was segmented)")
+    return reasons
+
+
 def _prepare_out_dir(out: Path, pairing: Pairing) -> None:
+    """Create ``out`` and prove it takes files, before any task runs (one clear error instead
+    of one failed row per image and a report that cannot be written)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
+        if not out.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder")
     except OSError as exc:
         raise SegappError(f"cannot create output folder {out}: "
                           f"{(exc.strerror or str(exc)).lower()}") from None
+    try:
+        write_bytes_atomic(out / _PROBE, bytes(_PROBE_BYTES))   # permission, read-only, full
+        (out / _PROBE).unlink()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            (out / _PROBE).unlink()
+        raise SegappError(f"cannot write into output folder {out}: "
+                          f"{_reason(exc)}") from None
     inputs = {p.image.parent.resolve() for p in pairing.pairs + pairing.clashes}
     inputs |= {p.scribbles.parent.resolve() for p in pairing.pairs + pairing.clashes}
     if out.resolve() in inputs:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Task", "ROW_FIELDS", "segment_pair", "failed_row", "worker_peak_mb"]
+__all__ = ["Task", "ROW_FIELDS", "segment_pair", "failed_row", "short_error",
+           "worker_peak_mb"]
 
 #: Report columns, in order (CSV header; JSON rows carry the same keys).
 ROW_FIELDS: tuple[str, ...] = (
@@ -67,6 +68,13 @@ def _row(task: Task) -> dict[str, Any]:
     row.update(image=task.image, scribbles=task.scribbles, output=task.output,
                overlay=task.overlay or "", worker=f"{socket.gethostname()}:{os.getpid()}")
     return row
+
+
+def short_error(row: dict[str, Any]) -> str:
+    """A failed row's error without the leading image path (lines that name the image
+    already would repeat it)."""
+    error, image = str(row.get("error", "")), str(row.get("image", ""))
+    return error[len(image) + 2:] if image and error.startswith(f"{image}: ") else error
 
 
 def failed_row(task: Task, message: str) -> dict[str, Any]:
@@ -187,6 +195,11 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     from .. import io, render
     from ..session import Session
 
+    outputs = [task.output] + ([task.overlay] if task.overlay else [])
+    io.check_distinct(outputs, [task.image, task.scribbles])
+    for out in outputs:     # a device, FIFO or folder in the way fails now, not after the solve
+        if Path(out).exists():
+            io.check_writable(out)
     image = io.read_image(task.image, pixel_limit=task.pixel_limit)
     scribbles = io.read_scribbles(task.scribbles, image.shape[:2], pixel_limit=task.pixel_limit)
     row["height"], row["width"] = image.shape[:2]
