@@ -68,6 +68,7 @@ class Display(QObject):
         self.state.history.changed.connect(self.request)
         self.renderer.clear("overlay")
         self.renderer.clear("heatmap")
+        self.renderer.cache.clear()  # another image's drawings
         self.request()
 
     def _on_labels(self, _label_id: int) -> None:
@@ -134,8 +135,11 @@ class Display(QObject):
             self.renderer.clear("overlay")
             return
         labels, colors, boundaries = shown.labels, self.state.colors(), self.state.boundaries
+        # kept by what it shows: the undo or redo of a stroke gets its overlay back at once
+        key = (shown.tag, shown.result.preview, tuple(sorted(colors.items())), boundaries)
         # the function the exported overlay is drawn with (render.overlay = this + composite)
-        self.renderer.draw("overlay", lambda: render.label_layer(labels, colors, boundaries))
+        self.renderer.draw("overlay", lambda: render.label_layer(labels, colors, boundaries),
+                           key=key, source=labels)
 
     def draw_heatmap(self) -> None:
         index = self.state.heatmap

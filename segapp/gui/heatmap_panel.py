@@ -19,6 +19,28 @@ from .state import AppState
 THUMB = 150  # thumbnail size (longest side, pixels)
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def readable(x: float, digits: int = 2) -> str:
+    """A number as a person reads it: ``0.25``, ``1.2×10⁻¹¹`` (``digits`` significant)."""
+    if not np.isfinite(x):
+        return str(x)
+    if x == 0 or 1e-3 <= abs(x) < 1e4:
+        text = f"{x:.{digits}g}"
+        return f"{x:.0f}" if "e" in text else text  # 1234, not 1.2e+03
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def eigenvalue_text(lam: np.ndarray, j: int) -> str:
+    """The tooltip line of eigenvalue ``j``: its value, and its size next to the smallest
+    (the values are tiny, ~1e-11, and mean something only relative to each other)."""
+    smallest = float(np.min(np.abs(lam))) if lam.size else 0.0
+    rel = f" = {abs(lam[j]) / smallest:.3g} × the smallest" if smallest > 0 and j > 0 else ""
+    return f"eigenvalue λ{j + 1} = {readable(float(lam[j]), 3)}{rel} (smaller: a cleaner cut)"
+
+
 def thumbnail(vector: np.ndarray, vmax: float, size: int = THUMB) -> np.ndarray:
     """Strided thumbnail of a vector image as a heat map with a colour bar, uint8 RGB."""
     h, w = vector.shape
@@ -78,10 +100,11 @@ class HeatmapPanel(QWidget):
             v = eigenvectors[:, :, j]
             vmax = result.vmax[j]
             pix = QPixmap.fromImage(rgb_to_qimage(thumbnail(v, vmax)))
-            text = f"v{j + 1}" + (f"  λ={lam[j]:.2g}" if j < lam.size else "")
+            text = f"v{j + 1}" + (f"  λ = {readable(float(lam[j]))}" if j < lam.size else "")
             item = QListWidgetItem(QIcon(pix), text)
             item.setData(Qt.ItemDataRole.UserRole, j)
-            item.setToolTip(f"eigenvector {j + 1}: colour range ±{vmax:.3g}")
+            item.setToolTip(f"eigenvector {j + 1}: colour range ±{readable(vmax, 3)}"
+                            + (f"\n{eigenvalue_text(lam, j)}" if j < lam.size else ""))
             self.list.addItem(item)
         self.info.setText(f"{eigenvectors.shape[2]} eigenvector(s); click to view full size.")
 

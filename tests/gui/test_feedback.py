@@ -1,0 +1,101 @@
+"""Feedback after every action (issue 23): the busy indicator at the release, the cached
+overlay at once on undo and redo, readable eigenvalues, a brush ring that shows on any photo."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QImage
+
+from segapp.gui.heatmap_panel import readable
+from segapp.gui.renderer import ImageCache
+
+from .conftest import SOLVE_TIMEOUT, drag, segment
+
+
+def test_the_busy_indicator_is_on_when_the_release_has_been_handled(qtbot, window):
+    """The indicator is set by the release itself, not when the debounced solve starts."""
+    win = window
+    segment(qtbot, win)
+    assert not win.progress.isVisible()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_1)
+    vp, canvas = win.canvas.viewport(), win.canvas
+    qtbot.mousePress(vp, Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(40, 70))
+    qtbot.mouseMove(vp, canvas.mapFromScene(50, 72))
+    assert not win.progress.isVisible()
+    qtbot.mouseRelease(vp, Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(50, 72))
+    assert win.progress.isVisible() and win.time_label.text() == "segmenting…"
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
+        pass
+
+
+def test_undo_and_redo_of_a_stroke_show_the_cached_overlay_at_once(qtbot, window):
+    """Issue 23: at 12 MP the stroke went at once, its overlay 0.4–2.3 s later (drawn anew)."""
+    win = window
+    segment(qtbot, win)
+    first = win.canvas._overlay_item.pixmap().toImage()
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+        drag(qtbot, win.canvas, [(40, 45), (80, 45)])  # label 2 across the disc
+    second = win.canvas._overlay_item.pixmap().toImage()
+    assert first != second
+    shown = []
+    win.segmentationShown.connect(shown.append)
+    ctrl = Qt.KeyboardModifier.ControlModifier
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, ctrl)
+    # no event loop has run since: the overlay was not drawn again, it was kept
+    assert shown == [win.display.tag] and win.canvas._overlay_item.pixmap().toImage() == first
+    qtbot.keyClick(win.canvas, Qt.Key.Key_Z, ctrl | Qt.KeyboardModifier.ShiftModifier)
+    assert len(shown) == 2 and win.canvas._overlay_item.pixmap().toImage() == second
+    assert "(cached)" in win.time_label.text()
+
+
+def test_a_kept_drawing_is_only_for_the_result_it_was_drawn_from():
+    cache = ImageCache(max_bytes=3 * 100 * 100 * 4)
+    a, b = np.zeros(3), np.zeros(3)
+    image = QImage(100, 100, QImage.Format.Format_ARGB32)
+    cache.put("tag", image, a)
+    assert cache.get("tag", a) is image and cache.get("tag", b) is None
+    del a  # the result is gone: a new result for the same request is drawn anew
+    assert cache.get("tag", None) is None
+    for k in range(4):
+        cache.put(k, image.copy())
+    assert cache.nbytes <= cache.max_bytes and cache.get(3) is not None and cache.get(0) is None
+
+
+def test_eigenvalues_are_written_for_a_person(qtbot, window):
+    """Issue 23: eigenvalues showed as ~1e-11."""
+    assert readable(1.234e-11) == "1.2×10⁻¹¹" and readable(0.25) == "0.25"
+    assert readable(-3.3e-7, 3) == "-3.30×10⁻⁷" and readable(1234.0) == "1234"
+    win = window
+    segment(qtbot, win)
+    item = win.heatmap_panel.list.item(0)
+    lam = float(win.result.eigenvalues[0])
+    assert item.text() == f"v1  λ = {readable(lam)}" and "e-" not in item.text()
+    assert "eigenvalue λ1" in item.toolTip()
+
+
+def test_the_brush_ring_shows_on_light_and_dark_photos_and_the_fill_tool_has_one(
+        qtbot, window):
+    """Issue 23: a one-pixel ring in the label's colour was lost on light photos; the fill
+    tool showed no ring."""
+    win, canvas = window, window.canvas
+    qtbot.mouseMove(canvas.viewport(), canvas.mapFromScene(60, 45))
+    ring, outline = canvas._cursor_item, canvas._cursor_outline
+    assert ring.isVisible() and outline.isVisible() and outline.rect() == ring.rect()
+    assert outline.pen().color().lightness() < 40 and outline.pen().widthF() >= 3
+    # drawn on white and on black: both show a dark and a light-or-coloured pixel
+    win.state.show_image = False
+    for background in (Qt.GlobalColor.white, Qt.GlobalColor.black):
+        canvas.setBackgroundBrush(QColor(background))
+        shot = canvas.viewport().grab().toImage()
+        pos = canvas.mapFromScene(ring.rect().center())
+        r = int(ring.rect().width() / 2 * canvas.zoom)
+        row = [QColor(shot.pixel(pos.x() + dx, pos.y())).lightness()
+               for dx in range(r - 4, r + 5)]
+        assert min(row) < 60 and max(row) > 100, (background, row)
+    qtbot.keyClick(canvas, Qt.Key.Key_G)
+    qtbot.mouseMove(canvas.viewport(), canvas.mapFromScene(62, 45))
+    width_on_screen = ring.rect().width() * canvas.zoom
+    assert ring.isVisible() and 10 <= width_on_screen <= 20
