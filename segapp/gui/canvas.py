@@ -37,6 +37,20 @@ from .qtcompat import emit
 from .state import AppState
 
 HINT = "Pick a label (keys 1–9), then drag on the image"
+#: After the first label: what is still needed before anything is segmented.
+NEXT_HINT = ("Now pick a second label (key {key}) and paint another region: the image is "
+             "segmented once two labels are painted")
+#: The fill tool's ring: this many screen pixels across, at every zoom.
+FILL_RING_PX = 14
+
+
+def hint_text(labels_present: list[int]) -> str:
+    """The canvas's hint for the labels painted so far ("" once two are)."""
+    if not labels_present:
+        return HINT
+    if len(labels_present) == 1:
+        return NEXT_HINT.format(key=next(i for i in range(1, 10) if i not in labels_present))
+    return ""
 ZOOM_STEP = 1.25
 MIN_ZOOM, MAX_ZOOM = 0.01, 64.0
 
@@ -107,6 +121,13 @@ class Canvas(QGraphicsView):
         pen.setCosmetic(True)  # one screen pixel wide at every zoom
         self._cursor_item.setPen(pen)
         self._cursor_item.setBrush(QBrush(Qt.BrushStyle.NoBrush))
+        # a dark ring under the coloured one: the brush shows on light and dark photos alike
+        self._cursor_outline = QGraphicsEllipseItem(self._cursor_item)
+        outline = QPen(QColor(0, 0, 0, 220), 3)
+        outline.setCosmetic(True)
+        self._cursor_outline.setPen(outline)
+        self._cursor_outline.setFlag(
+            QGraphicsEllipseItem.GraphicsItemFlag.ItemStacksBehindParent)
         self._cursor_item.setVisible(False)
         for z, item in enumerate((self._image_item, self._overlay_item, self._heat_item)):
             item.setZValue(z)
@@ -119,6 +140,7 @@ class Canvas(QGraphicsView):
         self.hint.setStyleSheet("background: rgba(0, 0, 0, 150); color: white; padding: 6px; "
                                 "border-radius: 4px;")
         self.hint.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.hint.setWordWrap(True)
         self.hint.hide()
 
         ev = state.events
@@ -161,6 +183,8 @@ class Canvas(QGraphicsView):
         self._update_cursor()
         self._auto_fit = True
         self.fit_to_window()
+        # the labels painted come from the history's counts (no scan of the stroke map)
+        self.state.history.changed.connect(self._update_hint)
         self._update_hint()
 
     def set_overlay(self, image: QImage | None) -> None:
@@ -227,10 +251,15 @@ class Canvas(QGraphicsView):
             self._update_hint()
 
     def _update_hint(self) -> None:
-        """The one-line hint shows on a canvas without strokes."""
-        empty = self.model is not None and not self.model.scribbles.any()
-        self.hint.setVisible(empty)
-        if empty:
+        """The one-line hint shows what to do next while fewer than two labels are painted
+        (hidden during a stroke)."""
+        text = "" if self.model is None or self.state.history is None \
+            else hint_text(self.state.history.label_ids_present())
+        show = bool(text) and not self.model.stroking
+        self.hint.setVisible(show)
+        if show:
+            self.hint.setText(text)
+            self.hint.setMaximumWidth(max(200, self.viewport().width() - 24))
             self.hint.adjustSize()
             self.hint.move((self.viewport().width() - self.hint.width()) // 2, 12)
 
@@ -252,8 +281,10 @@ class Canvas(QGraphicsView):
         self._place_cursor(self._cursor_item.rect().center())
 
     def _place_cursor(self, center: QPointF) -> None:
-        r = 0.5 if self.state.tool == "fill" else self.brush_radius()
-        self._cursor_item.setRect(QRectF(center.x() - r, center.y() - r, 2 * r, 2 * r))
+        r = FILL_RING_PX / 2 / self.zoom if self.state.tool == "fill" else self.brush_radius()
+        rect = QRectF(center.x() - r, center.y() - r, 2 * r, 2 * r)
+        self._cursor_item.setRect(rect)
+        self._cursor_outline.setRect(rect)
 
     # -- zoom ------------------------------------------------------------------------------
     @property

@@ -110,13 +110,20 @@ def test_paint_unlabelled_pixels_only_keeps_existing_labels(qtbot, window):
     assert s[35, 60] == 2  # the unlabelled part of the new stroke is painted
 
 
-def test_an_empty_canvas_shows_a_one_line_hint(qtbot, window):
-    win = window
-    assert win.canvas.hint.isVisible() and "drag" in win.canvas.hint.text()
-    drag(qtbot, win.canvas, [(10, 20), (110, 20)])
-    assert not win.canvas.hint.isVisible()
+def test_the_hint_says_what_to_do_next_until_two_labels_are_painted(qtbot, window):
+    """Issue 23: after the first stroke the hint went and nothing said a second label was
+    needed."""
+    win, hint = window, window.canvas.hint
+    assert hint.isVisible() and "drag" in hint.text()
+    drag(qtbot, win.canvas, [(10, 20), (110, 20)])  # label 1
+    assert hint.isVisible() and "second label (key 2)" in hint.text()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+    drag(qtbot, win.canvas, [(10, 60), (110, 60)])
+    assert not hint.isVisible()
     win.document.undo()
-    assert win.canvas.hint.isVisible()
+    assert hint.isVisible() and "second label" in hint.text()
+    win.document.undo()
+    assert hint.isVisible() and "drag" in hint.text()
 
 
 def test_undo_and_redo_show_the_earlier_segmentation_at_once(qtbot, window):
