@@ -25,9 +25,17 @@ the limit of stiff must-links. Measured on the coffee photo (44K px): Ritz value
 (the default LOBPCG: 99.2%).
 
 This turns the eigenproblem into k − 1 linear solves with the *image's* Laplacian — no stiff
-clique in the matrix, so one smoothed-aggregation V-cycle preconditions it well (12–13 CG
-steps from 44K to 1.1M px at ``cg_tol`` 1e-4, where block LOBPCG needed 10–32 iterations, each
-about twice as costly).
+clique in the matrix. Two ways to do them:
+
+* **direct** (:mod:`segapp.direct`, when CHOLMOD is installed and the factor fits
+  :data:`segapp.direct.MAX_PIXELS`): the Dirichlet matrix factored once per image for a base
+  stroke set, every edit solved exactly from that factor by a low-rank (Woodbury) update, and
+  the factor brought to the new strokes in the background (:meth:`HarmonicSolver.prepare`)
+  while the person looks at the answer;
+* **iterative**: block CG preconditioned by one smoothed-aggregation V-cycle (12–13 CG steps
+  from 44K to 1.1M px at ``cg_tol`` 1e-4, where block LOBPCG needed 10–32 iterations, each
+  about twice as costly). It answers the first edit of an image (no factor yet), and every
+  edit where the direct solver is missing or too big.
 
 The system is solved on all n pixels, ``Ã x = b`` with ``Ã = Π L_D Π + (I − Π) D`` (Π: the
 unpainted pixels; painted rows keep only their diagonal), so the matrix and its multigrid
@@ -42,7 +50,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
+from . import direct
 from .amg import DEFAULT_THETA, AMGPreconditioner
 from .cancel import CancelLike, CancelToken
 from .constraints import stroke_indicators
@@ -221,18 +231,72 @@ class HarmonicSolver:
         The image graph's ``L_D`` and degrees (built once per image).
     theta : float
         Strength threshold of the smoothed-aggregation hierarchy (:mod:`segapp.amg`).
+    grid : (shape, reach), optional
+        The pixel grid of an image graph (:func:`segapp.ordering.grid_nested_dissection`):
+        only image graphs get the direct solver.
     """
 
     def __init__(self, laplacian: sp.csr_matrix, degrees: np.ndarray, *,
-                 theta: float = DEFAULT_THETA) -> None:
+                 theta: float = DEFAULT_THETA,
+                 grid: tuple[tuple[int, int], int] | None = None) -> None:
         self.L = sp.csr_matrix(laplacian)
         self.degrees = np.asarray(degrees, dtype=np.float64)
         self.theta = theta
         self.state: HarmonicState | None = None
+        self.grid = grid
+        #: The direct solver (built by :meth:`prepare`, or by a solve with ``linear_solver``
+        #: "direct"); why it is not used, once that is known.
+        self.direct: direct.DirichletFactor | None = None
+        self.direct_unavailable: str | None = (
+            "not an image graph" if grid is None else
+            f"more than {direct.MAX_PIXELS} pixels" if self.L.shape[0] > direct.MAX_PIXELS
+            else None)
+        self._next: np.ndarray | None = None     # the painted mask prepare() factors for
+        self._mode = "auto"                      # the last solve's linear_solver
+
+    def _direct_usable(self) -> bool:
+        if self.direct_unavailable is None and not direct.available():
+            self.direct_unavailable = "CHOLMOD is not installed"
+        return self.direct_unavailable is None
+
+    def _build_direct(self) -> direct.DirichletFactor | None:
+        """The per-image analysis (ordering + symbolic factor), once; None if it cannot be."""
+        if self.direct is None and self._direct_usable():
+            assert self.grid is not None
+            try:
+                self.direct = direct.DirichletFactor(self.L, *self.grid)
+            except (SolverError, MemoryError) as exc:
+                self.direct_unavailable = str(exc)
+        return self.direct
+
+    def prepare(self, cancel: CancelLike = None) -> None:
+        """Work for the *next* edit, done after this one's answer is shown (issue 21).
+
+        Builds the direct solver's analysis if needed and factors the Dirichlet matrix of the
+        last solve's strokes, so the next edit is a small update of it. Nothing to do when the
+        direct solver is off or unusable. The factorization (0.5 s at 250K px, 3–4 s at 1.1M)
+        releases the GIL; cancellation is checked between its steps.
+        """
+        token = CancelToken.of(cancel)
+        fixed = self._next
+        if fixed is None or self._mode == "iterative" or not self._direct_usable():
+            return
+        with threadpool_limits(limits=1, user_api="blas"):
+            d = self._build_direct()
+            token.check()
+            if d is None or (d.base is not None and np.array_equal(d.base, fixed)):
+                return
+            try:
+                d.factor(fixed, token)
+            except (SolverError, MemoryError) as exc:
+                self.direct, self.direct_unavailable = None, str(exc)
+                return
+        self.state = None   # the direct solver serves from now on: free the hierarchy
 
     def eigenpairs(self, pencil: Pencil, sets: list[np.ndarray], label_ids: list[int], *,
                    nev: int, tol: float = 1e-4, maxiter: int = 300, reuse: bool = False,
-                   cancel: CancelLike = None, timings: dict[str, float] | None = None
+                   linear_solver: str = "auto", cancel: CancelLike = None,
+                   timings: dict[str, float] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
         """The ``nev ≤ k − 1`` smallest Ritz pairs of ``pencil`` on the strokes' potentials.
 
@@ -240,8 +304,12 @@ class HarmonicSolver:
         by :meth:`~segapp.amg.AMGPreconditioner.galerkin_update`, and start from its
         potentials, instead of building a hierarchy; it is built anew after a solve whose CG
         steps exceed 1.5 × those of the hierarchy's first solve + 2 (the aggregates, made for
-        other strokes, have aged). ``timings`` gets ``dirichlet``, ``amg_setup`` (the build or
-        the update), ``potentials`` and ``ritz``.
+        other strokes, have aged; and after pixels were unpainted: the old potentials and
+        aggregates then mislead CG — 45–108 steps instead of 11–14). ``linear_solver``:
+        "auto" solves directly, factoring now up to :data:`segapp.direct.COLD_PIXELS` and
+        after :meth:`prepare` above (iteratively before), "direct" factors now if needed,
+        "iterative" never uses the factor. ``timings`` gets
+        ``dirichlet``, ``amg_setup`` (the build or the update), ``potentials`` and ``ritz``.
         """
         k = len(sets)
         if not 1 <= nev <= k - 1:
@@ -251,13 +319,81 @@ class HarmonicSolver:
         n = self.L.shape[0]
         t = time.perf_counter()
         fixed = painted(n, sets)
-        A = dirichlet_matrix(self.L, fixed)
         b = stroke_rhs(self.L, fixed, sets[:k - 1])
         timings["dirichlet"] = time.perf_counter() - t
         token.check()
+        self._next, self._mode = fixed, linear_solver
+        d = self.direct if linear_solver != "iterative" and self._direct_usable() else None
+        cold_direct = linear_solver == "direct" or (linear_solver == "auto"
+                                                    and n <= direct.COLD_PIXELS)
+        if cold_direct and d is None and self._direct_usable():
+            d = self._build_direct()
+        how = None
+        if d is not None and (d.base is not None or cold_direct):
+            warm = d.base is not None
+            try:
+                Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
+            except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
+                self.direct, self.direct_unavailable = None, str(exc)
+        if how is None:
+            Phi, steps, rel, warm = self._iterative_potentials(fixed, b, label_ids[:k - 1], tol,
+                                                               maxiter, reuse, token, timings)
+        t = time.perf_counter()
+        Y = np.empty((n, k))
+        Y[:, :k - 1] = Phi
+        Y[:, k - 1] = 1.0 - Phi.sum(axis=1)
+        with_strokes(Y, fixed, sets)
+        token.check()
+        lam, X = ritz_pairs(pencil, Y, nev, cancel=token)
+        timings["ritz"] = time.perf_counter() - t
+        converged = bool(np.all(rel <= tol))
+        reason = (how if how is not None else
+                  f"potentials' CG residuals ≤ {tol:g}" if converged
+                  else f"iteration cap (potentials' CG residual {rel.max():.1e})")
+        diag = SolverDiagnostics(
+            iterations=steps, converged=converged, eigenvalues=lam.copy(), residuals=rel,
+            reason=reason, preconditioner_applications=steps + (how is None),
+            warm_start=warm, eigenvalue_change=np.nan)
+        return lam, X, diag
 
+    def _direct_potentials(self, d: direct.DirichletFactor, fixed: np.ndarray, b: np.ndarray,
+                           token: CancelToken, timings: dict[str, float]
+                           ) -> tuple[np.ndarray, int, np.ndarray, str]:
+        """The potentials from the factor (updated or refactored): exact to rounding."""
+        t = time.perf_counter()
+        rank = d.changed(fixed).size if d.base is not None else -1
+        refactor = rank < 0 or not d.can_update(fixed)
+        Phi = d.solve(fixed, b, token)
+        timings["potentials"] = time.perf_counter() - t
+        if refactor:
+            timings["amg_setup"] = d.timings.get("factor", 0.0)  # the set-up this edit paid
+            timings["potentials"] -= timings["amg_setup"]
+        self.state = None
+        # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
+        r = b - self.L @ Phi
+        r[fixed] = 0.0
+        bn = np.linalg.norm(b, axis=0)
+        rel = np.linalg.norm(r, axis=0) / np.where(bn > 0, bn, 1.0)
+        how = ("potentials by a direct solve: numeric factor" if refactor else
+               "potentials by a direct solve: the base factor" if rank == 0 else
+               f"potentials by a direct solve: the base factor updated for {rank} changed "
+               "pixels")
+        return Phi, 0, rel, f"{how} (relative residual {rel.max():.0e})"
+
+    def _iterative_potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int],
+                              tol: float, maxiter: int, reuse: bool, token: CancelToken,
+                              timings: dict[str, float]
+                              ) -> tuple[np.ndarray, int, np.ndarray, bool]:
+        """Block CG with the AMG hierarchy (kept and Galerkin-updated from edit to edit)."""
+        n = self.L.shape[0]
+        t = time.perf_counter()
+        A = dirichlet_matrix(self.L, fixed)
+        timings["dirichlet"] += time.perf_counter() - t
         st = self.state
-        warm = reuse and st is not None and st.fixed.shape == fixed.shape
+        # After an unpainting the old potentials and aggregates mislead CG (45–108 steps
+        # instead of 11–14 when a label was cleared): start afresh.
+        warm = (reuse and st is not None and st.fixed.shape == fixed.shape
+                and not np.any(st.fixed & ~fixed))
         # Forget the state before touching its hierarchy: a solve cancelled half-way must not
         # leave a hierarchy that no longer matches the recorded matrix.
         self.state = None
@@ -268,7 +404,7 @@ class HarmonicSolver:
             M.cancel = token
             M.galerkin_update(A - st.A, decoupled=np.flatnonzero(fixed & ~st.fixed),
                               recoupled=np.flatnonzero(st.fixed & ~fixed))
-            x0 = np.column_stack([st.potentials.get(i, np.zeros(n)) for i in label_ids[:k - 1]])
+            x0 = np.column_stack([st.potentials.get(i, np.zeros(n)) for i in ids])
             x0[fixed] = 0.0
         else:
             M = AMGPreconditioner(A + sp.diags(AMG_SHIFT * self.degrees), theta=self.theta,
@@ -283,21 +419,5 @@ class HarmonicSolver:
         timings["potentials"] = time.perf_counter() - t
         fresh = st.fresh_steps if warm else steps
         if not (warm and steps > 1.5 * fresh + 2):  # else stale: build anew next time
-            self.state = HarmonicState(M, A, fixed, dict(zip(label_ids[:k - 1], Phi.T.copy())),
-                                       fresh)
-
-        t = time.perf_counter()
-        Y = np.empty((n, k))
-        Y[:, :k - 1] = Phi
-        Y[:, k - 1] = 1.0 - Phi.sum(axis=1)
-        with_strokes(Y, fixed, sets)
-        token.check()
-        lam, X = ritz_pairs(pencil, Y, nev, cancel=token)
-        timings["ritz"] = time.perf_counter() - t
-        converged = bool(np.all(rel <= tol))
-        diag = SolverDiagnostics(
-            iterations=steps, converged=converged, eigenvalues=lam.copy(), residuals=rel,
-            reason=(f"potentials' CG residuals ≤ {tol:g}" if converged
-                    else f"iteration cap (potentials' CG residual {rel.max():.1e})"),
-            preconditioner_applications=steps + 1, warm_start=warm, eigenvalue_change=np.nan)
-        return lam, X, diag
+            self.state = HarmonicState(M, A, fixed, dict(zip(ids, Phi.T.copy())), fresh)
+        return Phi, steps, rel, warm

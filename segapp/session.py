@@ -12,6 +12,7 @@ near-equal ones; strokes seen before (undo, redo) give back the answer given the
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable
 
@@ -88,6 +89,11 @@ class Session:
         self._setup_timings = dict(getattr(self._method, "timings", {}))
         self._setup_total = time.perf_counter() - t
         self.revision = 0
+        #: Whether work for the next edit runs in a background thread after each answer
+        #: (:meth:`prepare`); :func:`segment` turns it off (there is no next edit).
+        self.background = True
+        self._preparing: threading.Thread | None = None
+        self._prepare_error: BaseException | None = None
 
     def update(self, scribbles: np.ndarray, *, cancel: CancelLike = None,
                confidence: np.ndarray | None = None,
@@ -115,6 +121,7 @@ class Session:
         s = check_label_map(scribbles, self.shape)
         confidence = check_confidence(confidence, self.shape)
         cancel = CancelToken.of(cancel)  # callable, Event or token; every method polls it
+        self.wait_prepared(cancel)
         t = time.perf_counter()
         if preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS:
             coarse = self._preview(s, cancel, solve)
@@ -133,7 +140,52 @@ class Session:
             elapsed += self._setup_total
         result.timings["total"] = elapsed
         self.revision += 1
+        if self.background:
+            self._start_preparing()
         return result
+
+    # -- work for the next edit ------------------------------------------------------------
+    def prepare(self, cancel: CancelLike = None) -> None:
+        """Do now what the next edit can reuse (FAST-GE: factor the Dirichlet matrix of the
+        strokes just solved, :meth:`segapp.harmonic.HarmonicSolver.prepare`).
+
+        :meth:`update` starts this in a background thread after each answer (unless
+        :attr:`background` is False) and the next :meth:`update` waits for it to finish, so
+        the answers do not depend on timing. Methods with nothing to prepare do nothing.
+        """
+        fn = getattr(self._method, "prepare", None)
+        if fn is not None:
+            fn(cancel=cancel)
+
+    def _start_preparing(self) -> None:
+        if getattr(self._method, "prepare", None) is None:
+            return
+        self._prepare_error = None
+
+        def run() -> None:
+            try:
+                self.prepare()
+            except BaseException as exc:   # noqa: BLE001 — reported by the next update
+                self._prepare_error = exc
+
+        self._preparing = threading.Thread(target=run, name="segapp-prepare", daemon=True)
+        self._preparing.start()
+
+    def wait_prepared(self, cancel: CancelLike = None) -> None:
+        """Wait for the background work started by the last :meth:`update` (if any).
+
+        Polls ``cancel`` every 20 ms (raising :class:`~segapp.errors.Cancelled`); the work
+        itself (one factorization) runs on. An error of that work is not raised: the direct
+        solver is then off and the next update solves iteratively.
+        """
+        th = self._preparing
+        if th is None:
+            return
+        token = CancelToken.of(cancel)
+        while th.is_alive():
+            token.check()
+            th.join(0.02)
+        self._preparing = None
 
 
     def _preview(self, s: np.ndarray, cancel: CancelToken,
@@ -181,7 +233,9 @@ def segment(image: np.ndarray, scribbles: np.ndarray, *, method: str = "fastge",
     Segmentation
         ``labels`` carry the user's label ids.
     """
-    return Session(image, method=method, **options).update(scribbles)
+    session = Session(image, method=method, **options)
+    session.background = False   # no next edit
+    return session.update(scribbles)
 
 
 def cluster(labels: np.ndarray, *, graph: Any = None, features: np.ndarray | None = None,

@@ -38,15 +38,17 @@ from scipy.sparse.csgraph import connected_components
 
 from ..amg import DEFAULT_THETA, AMGPreconditioner
 from ..answer_memory import AnswerMemory, strokes_key
-from ..cancel import CancelToken
+from ..cancel import CancelLike, CancelToken
 from ..constraints import Constraints, build_constraints, sparsify, stroke_indicators
 from ..eigensolve import amg_preconditioner, eigenpairs
 from ..eigensolve import nonconvergence as _nonconvergence
 from ..harmonic import HarmonicSolver
+from ..ordering import offsets_reach
 from ..graphs import Graph
 from ..options import SEED, Option
-from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, ratio_cut,
-                         stable_anchored_kmeans, stroke_agreement, sweep_cut)
+from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, ratio_cut, reround_degenerate,
+                         rounding_confidence, stable_anchored_kmeans, stroke_agreement,
+                         sweep_cut)
 from ..pencil import Pencil
 from ..result import Segmentation
 from ..settling import LabelSettling
@@ -75,6 +77,13 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("eigensolver", str, "harmonic", "harmonic: the strokes' harmonic potentials (k − 1 "
            "CG solves) + Rayleigh–Ritz of the pencil; segapp: our block LOBPCG on the pencil; "
            "scipy: scipy's LOBPCG", "solve", choices=("harmonic", "segapp", "scipy")),
+    # Issue 21: the harmonic potentials from a factor of the Dirichlet matrix updated per edit
+    # (segapp.direct): a warm edit 0.17 s where CG took 0.72 s at 250K px (docs/architecture.md).
+    Option("linear_solver", str, "auto", "harmonic: how the potentials are solved: auto = "
+           "directly (CHOLMOD, factored in the background after the first answer) where "
+           "installed, iteratively (AMG-preconditioned CG) until then or otherwise; direct = "
+           "factor at once; iterative = never factor", "solve",
+           choices=("auto", "direct", "iterative")),
     Option("cg_tol", float, 1e-4, "harmonic: stop the potentials' CG at this relative "
            "residual", "solve", low=1e-12, high=0.5),
     Option("maxiter", int, 300, "iteration cap of the CG or LOBPCG", "solve", low=1,
@@ -123,6 +132,11 @@ class FastGE(GraphMethod):
         self._stroke_keys: dict[int, bytes] = {}
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
+
+    def prepare(self, cancel: CancelLike = None) -> None:
+        """Work for the next edit, after this one's answer (:meth:`HarmonicSolver.prepare`)."""
+        if self.harmonic is not None:
+            self.harmonic.prepare(cancel)
 
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
                         cancel: CancelToken) -> None:
@@ -223,11 +237,13 @@ class FastGE(GraphMethod):
                 break
             m += 1
         self.answers.remember(cons, labels, key, m)
+        conf = rounding_confidence(np.searchsorted(cons.label_ids, labels), V, cons.sets)
         clamp_strokes(labels, cons.sets, cons.label_ids)
         return Segmentation(labels.reshape(g.shape), cons.label_ids,
                             V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
                             diag, self.name,
-                            stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())))
+                            stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())),
+                            confidence=conf.reshape(g.shape))
 
     def _harmonic_pairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
                         timings: dict[str, float]) -> tuple:
@@ -235,13 +251,15 @@ class FastGE(GraphMethod):
         o = self.options
         if self.harmonic is None or self.harmonic.theta != o["amg_theta"]:
             g = self.graph
-            self.harmonic = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"])
+            grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
+            self.harmonic = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"],
+                                           grid=grid)
         t = time.perf_counter()
         steps: dict[str, float] = {}
         lam, X, diag = self.harmonic.eigenpairs(
             pencil, cons.sets, list(cons.label_ids), nev=m, tol=o["cg_tol"],
-            maxiter=o["maxiter"], reuse=o["warm_start"] is not False, cancel=cancel,
-            timings=steps)
+            maxiter=o["maxiter"], reuse=o["warm_start"] is not False,
+            linear_solver=o["linear_solver"], cancel=cancel, timings=steps)
         timings["amg_setup"] = timings.get("amg_setup", 0.0) + steps.get("amg_setup", 0.0)
         timings["eigensolver"] = (timings.get("eigensolver", 0.0) + time.perf_counter() - t
                                   - steps.get("amg_setup", 0.0))
@@ -317,5 +335,7 @@ def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition:
         codes = stable_anchored_kmeans(U, cons.sets, before,
                                        objective=lambda c: ratio_cut(c, pencil, cons),
                                        rng=np.random.default_rng(seed), cancel=cancel)
+    # A click cut off alone (shrinking bias): its region from the potentials (issue 22).
+    codes = reround_degenerate(codes, V, pencil, cons)
     agreement = stroke_agreement(codes, cons.sets)
     return np.asarray(cons.label_ids, np.int32)[codes], V, agreement
