@@ -298,6 +298,8 @@ class Document(QObject):
                 if ready is not None:
                     with self._canvas.prepared_layer(ready):
                         ready.record.redo(model)
+                else:  # e.g. a fill of a segment whose pixels are all painted: say so
+                    self.window.show_info(f"{what}: nothing to change")
                 self.edit(None if ready is None else ready.record, ready)
             elif next(tries) < MAX_TRIES:  # the strokes changed meanwhile: prepare it again
                 runner.start(what, work, done, failed, cancelled, first=True)

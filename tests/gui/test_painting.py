@@ -145,3 +145,26 @@ def test_undo_and_redo_show_the_earlier_segmentation_at_once(qtbot, window):
     assert win.state.shown.result is second.result
     assert solves == [] and not win.worker.is_busy
     assert "(cached)" in win.time_label.text()
+
+
+def test_a_fill_where_everything_is_painted_changes_nothing_and_says_so(qtbot, window):
+    win = window
+    segment(qtbot, win)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+    win.state.brush_size = 400  # paint the whole image, label 1 in the disc ...
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        drag(qtbot, win.canvas, [(0, 0), (120, 90), (0, 90), (120, 0)])
+        win.state.brush_size = 10
+        qtbot.keyClick(win.canvas, Qt.Key.Key_1)
+        drag(qtbot, win.canvas, [(55, 45), (65, 45)])
+    assert win.model.scribbles.all() and win.model.label_ids_present() == [1, 2]
+    before, steps = win.model.scribbles.copy(), win.state.history._index
+    qtbot.keyClick(win.canvas, Qt.Key.Key_3)
+    qtbot.keyClick(win.canvas, Qt.Key.Key_G)
+    qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
+                     pos=win.canvas.mapFromScene(60.5, 45.5))
+    assert win.document.wait_edits()
+    np.testing.assert_array_equal(win.model.scribbles, before)  # ... a fill adds nothing
+    assert win.state.history._index == steps and win.state.tool == "brush"
+    assert "nothing to change" in win.statusBar().currentMessage()
