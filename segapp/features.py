@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from .errors import InvalidInputError
+from .inputs import as_numeric_array
 
 #: Rows produced at a time by every pass over the n points.
 CHUNK = 1 << 19
@@ -45,13 +46,14 @@ class ArrayFeatures(Features):
     """Features given as an (n, f) array (used as they are: scale them yourself)."""
 
     def __init__(self, X: np.ndarray) -> None:
-        X = np.asarray(X)
+        if isinstance(X, (str, bytes)):
+            raise InvalidInputError(f"features must be an (n, f) array with n ≥ 2; got "
+                                    f"{type(X).__name__}")
+        X = as_numeric_array(X, "features")     # ragged rows, complex, dates: refused
         if X.ndim == 1:
             X = X[:, None]
         if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
             raise InvalidInputError(f"features must be an (n, f) array with n ≥ 2; got {X.shape}")
-        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
-            raise InvalidInputError(f"features must be numeric, got dtype {X.dtype}")
         if not np.all(np.isfinite(X)):
             raise InvalidInputError("features contain NaN or infinite values")
         self.X = X

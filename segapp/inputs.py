@@ -36,6 +36,37 @@ def integer_scale(dtype: np.dtype, top: float) -> float:
     return float(top)
 
 
+def as_numeric_array(value: object, what: str) -> np.ndarray:
+    """``value`` as a real numeric (or bool) numpy array, or :class:`InvalidInputError`.
+
+    Refused: what numpy cannot make one array of (ragged nested lists), objects, strings,
+    complex numbers, and dates or durations (``datetime64`` / ``timedelta64``, which numpy
+    counts as numbers).
+    """
+    if value is None or isinstance(value, (str, bytes)):
+        raise InvalidInputError(f"{what} must be a numeric array, got {type(value).__name__}")
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError):     # ragged lists: "inhomogeneous shape"
+        raise InvalidInputError(f"{what} must be a rectangular numeric array (rows of "
+                                "different lengths?)") from None
+    if a.dtype.kind in "mM":
+        raise InvalidInputError(f"{what} must be a numeric array, got dates or durations "
+                                f"(dtype {a.dtype})")
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise InvalidInputError(f"{what} must be a numeric array, got dtype {a.dtype}")
+    if np.issubdtype(a.dtype, np.complexfloating):
+        raise InvalidInputError(f"{what} must be real-valued, got a complex array")
+    return a
+
+
+def check_callback(value: object, what: str) -> None:
+    """``value`` must be None or callable (``preview=``, ``on_result=``)."""
+    if value is not None and not callable(value):
+        raise InvalidInputError(f"{what} must be a callable or None, got "
+                                f"{type(value).__name__} {value!r:.40}")
+
+
 def as_float_image(image: object) -> np.ndarray:
     """Validate an image array and return it as float32 in [0, 1], (H, W) or (H, W, 3).
 
@@ -53,11 +84,7 @@ def as_float_image(image: object) -> np.ndarray:
     if image is None or isinstance(image, (str, bytes)):
         raise InvalidInputError(f"image must be a numpy array (H, W) or (H, W, 3), got "
                                 f"{type(image).__name__} (read files with segapp.io.read_image)")
-    img = np.asarray(image)
-    if img.dtype == object or not (np.issubdtype(img.dtype, np.number) or img.dtype == bool):
-        raise InvalidInputError(f"image must be a numeric array, got dtype {img.dtype}")
-    if np.issubdtype(img.dtype, np.complexfloating):
-        raise InvalidInputError("image must be real-valued, got a complex array")
+    img = as_numeric_array(image, "image")
     if img.ndim == 3 and img.shape[2] == 1:
         img = img[:, :, 0]
     if img.ndim == 3 and img.shape[2] == 4:
@@ -103,10 +130,10 @@ def check_label_map(labels: object, shape: tuple[int, ...], what: str = "scribbl
     if labels is None or isinstance(labels, (str, bytes)):
         raise InvalidInputError(f"{what} must be an integer array of shape {tuple(shape)}, got "
                                 f"{type(labels).__name__}")
-    s = np.asarray(labels)
-    if s.dtype == object or not (np.issubdtype(s.dtype, np.number) or s.dtype == bool) \
-            or np.issubdtype(s.dtype, np.complexfloating):
-        raise InvalidInputError(f"{what} must be an integer array, got dtype {s.dtype}")
+    try:
+        s = as_numeric_array(labels, what)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{exc} (an integer array of shape {tuple(shape)})") from None
     if s.shape != tuple(shape):
         if len(shape) == 2 and s.ndim == 2:
             raise InvalidInputError(f"{what} are {s.shape[1]}×{s.shape[0]} but the image is "
@@ -129,10 +156,7 @@ def check_confidence(confidence: object, shape: tuple[int, ...]) -> np.ndarray |
     """Per-pixel stroke confidence: None, or finite values in [0, 1] of the given shape."""
     if confidence is None:
         return None
-    q = np.asarray(confidence)
-    if q.dtype == object or not (np.issubdtype(q.dtype, np.number) or q.dtype == bool) \
-            or np.issubdtype(q.dtype, np.complexfloating):
-        raise InvalidInputError(f"confidence must be a numeric array, got dtype {q.dtype}")
+    q = as_numeric_array(confidence, "confidence")
     if q.shape != tuple(shape):
         raise InvalidInputError(f"confidence has shape {q.shape}, expected {tuple(shape)}")
     q = q.astype(np.float64)

@@ -61,6 +61,19 @@ class Graph:
 ImageGraph = Graph
 
 
+def _real_matrix(W: object) -> sp.csr_matrix:
+    """``W`` as a float64 CSR matrix; strings, objects, ragged lists, dates and complex
+    weights are refused (a cast would drop an imaginary part silently)."""
+    from ..inputs import as_numeric_array
+    if sp.issparse(W):
+        as_numeric_array(np.zeros(0, W.dtype), "adjacency")      # checks the dtype only
+        return sp.csr_matrix(W, dtype=np.float64)
+    A = as_numeric_array(W, "adjacency")
+    if A.ndim != 2:
+        raise InvalidInputError(f"adjacency must be a square 2-D matrix; got shape {A.shape}")
+    return sp.csr_matrix(A, dtype=np.float64)
+
+
 def graph_from_adjacency(W: sp.spmatrix | np.ndarray) -> Graph:
     """Wrap any symmetric, non-negative adjacency matrix (k-NN graphs, point clouds, meshes).
 
@@ -70,7 +83,7 @@ def graph_from_adjacency(W: sp.spmatrix | np.ndarray) -> Graph:
         If ``W`` is not square and symmetric with finite non-negative weights, or a vertex
         has no edge (degree 0: the merge weights of §4.7 divide by ``d_min``).
     """
-    W = sp.csr_matrix(W, dtype=np.float64)
+    W = _real_matrix(W)
     if W.shape[0] != W.shape[1] or W.shape[0] < 2:
         raise InvalidInputError(f"adjacency must be square with n ≥ 2; got shape {W.shape}")
     W.setdiag(0)

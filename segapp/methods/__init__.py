@@ -70,6 +70,9 @@ def available_methods() -> list[tuple[str, str]]:
 
 def get(name: str) -> type:
     """The method class registered as ``name``."""
+    if not isinstance(name, str):      # a list would fail as "unhashable", a TypeError
+        raise InvalidInputError(f"method must be a method name (str), got "
+                                f"{type(name).__name__}; available: {', '.join(REGISTRY)}")
     try:
         return REGISTRY[name]
     except KeyError:
