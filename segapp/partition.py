@@ -22,6 +22,16 @@ closest to it among the near-best ones (:func:`sweep_cut`) and anchored k-means 
 from its regions (:func:`stable_anchored_kmeans`), so that a stroke does not flip the answer
 between cuts of nearly equal cost.
 
+Degenerate roundings (issue 22): a painted component with little mass (a click: one or two
+pixels at the working resolution) is held by no must-link clique, and cutting it off alone is
+often FAST-GE's cheapest cut (the shrinking bias of cut objectives). Such a component is
+re-rounded by the strokes' potentials, which the embedding carries
+(:func:`embedding_potentials`, :func:`reround_degenerate`); every other region keeps
+FAST-GE's rounding.
+
+Confidence (issue 22): how far each pixel sits from the rounding's decision boundary, relative
+to how far the painted pixels sit (:func:`rounding_confidence`).
+
 Label matching: clusters are matched to the user's labels by the Hungarian method
 (:func:`scipy.optimize.linear_sum_assignment`) on the count of each label's stroke pixels in
 each cluster, so label 3's strokes come out as label 3.
@@ -37,6 +47,7 @@ import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2, vq
 from scipy.ndimage import minimum_filter1d
 from scipy.optimize import linear_sum_assignment
+from scipy.sparse.csgraph import connected_components
 
 from .cancel import CancelLike, CancelToken
 from .constraints import Constraints
@@ -426,3 +437,267 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     mask = np.zeros(n, bool)
     mask[order[: best + 1]] = True
     return mask
+
+
+def embedding_potentials(V: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
+    """The strokes' potentials read from the embedding: barycentric coordinates (n × k).
+
+    Each row ``v_i`` of the embedding (n × m) is written as the affine combination
+    ``v_i ≈ Σ_a φ_a(i) v̄_a``, ``Σ_a φ_a(i) = 1``, of the stroke means ``v̄_a`` (the mean of
+    ``V`` over label a's painted rows): ``[φ(i) 1]`` solves ``[V̄ 1]ᵀ``-systems, i.e.
+    ``Φ = [V 1] A`` with ``[V̄ 1] A = I_k`` (a least-squares, minimum-norm ``A`` when
+    m ≠ k − 1 or the means are affinely dependent).
+
+    For FAST-GE's harmonic solve this is exact: its k − 1 Ritz vectors and the constant span
+    ``span{E_a + φ_a}`` (:mod:`segapp.harmonic`), each ``E_a + φ_a`` is 1 on label a's
+    strokes and 0 on the others', so the affine map fixed by the stroke means gives back the
+    random-walker potentials ``φ_a`` themselves (Grady 2006, on FAST-GE's graph): the
+    probability that a random walk from pixel i reaches label a's strokes first. For other
+    solves (LOBPCG) it is their affine reading in the same sense.
+    """
+    V = np.asarray(V, dtype=np.float64)
+    k = len(sets)
+    means = np.array([V[S].mean(axis=0) for S in sets])                 # k × m
+    M = np.hstack([means, np.ones((k, 1))])                              # k × (m + 1)
+    A = np.linalg.lstsq(M, np.eye(k), rcond=None)[0]                     # (m + 1) × k
+    return V @ A[:-1] + A[-1]
+
+
+def degenerate_components(codes: np.ndarray, sets: list[np.ndarray], graph: sp.spmatrix
+                          ) -> list[tuple[int, np.ndarray]]:
+    """Painted components whose region holds little more than their own painted pixels.
+
+    A painted component of label a (a connected set of a's painted vertices) is degenerate
+    in a partition ``codes`` when the connected region of label a containing it — in the
+    graph restricted to edges whose two ends carry the same code — has fewer than ``√n``
+    unpainted vertices: less than a one-pixel-wide line across a square image of n pixels,
+    i.e. a region on the scale of the click itself, not of the image. (Measured on the
+    ring scenes of issue 22: the cut-off regions hold 0–30 unpainted pixels, the right
+    regions thousands.)
+
+    ``graph``: any matrix with the graph's sparsity pattern (its Laplacian). Returns
+    ``(a, region)`` pairs: the label index and the degenerate region's vertices.
+    """
+    n = codes.shape[0]
+    G = sp.csr_matrix(graph)
+    rows = np.repeat(np.arange(n, dtype=G.indices.dtype), np.diff(G.indptr))
+    painted_at = np.full(n, -1, np.int64)
+    for a, S in enumerate(sets):
+        painted_at[S] = a
+    # Regions: components of the graph restricted to same-code edges (each edge once).
+    cols = G.indices
+    region = _components(G, rows, (cols > rows) & (codes[rows] == codes[cols]))
+    unpainted = np.bincount(region, weights=(painted_at < 0).astype(float))
+    limit = np.sqrt(n)
+    # Painted components: components of the edges joining two pixels painted alike.
+    where = np.flatnonzero(painted_at >= 0)
+    Gp = G[where][:, where].tocsr()
+    rp = np.repeat(np.arange(where.size, dtype=Gp.indices.dtype), np.diff(Gp.indptr))
+    stroke = np.full(n, -1, np.int64)
+    stroke[where] = _components(Gp, rp, painted_at[where][rp] == painted_at[where][Gp.indices])
+    out = []
+    for a, S in enumerate(sets):
+        if not len(S):
+            continue
+        kept = codes[S] == a             # painted rows the partition gave their own label
+        for reg in np.unique(region[S[kept]]):
+            if unpainted[reg] < limit:
+                out.append((a, np.flatnonzero(region == reg)))
+        # a painted component none of whose pixels the partition gave to its label
+        held = np.unique(stroke[S[kept]])
+        lost = S[~kept & ~np.isin(stroke[S], held)]
+        if lost.size:
+            out.append((a, lost))
+    return out
+
+
+def _components(G: sp.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Connected-component index of every vertex of ``G`` restricted to the entries ``keep``
+    (one flag per stored entry; ``rows`` the entries' row indices). O(nnz), no sorting."""
+    n = G.shape[0]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=n), out=indptr[1:])
+    A = sp.csr_matrix((np.ones(int(np.count_nonzero(keep))), G.indices[keep], indptr),
+                      shape=G.shape)
+    return connected_components(A, directed=False)[1]
+
+
+def nondegenerate_sweep(x: np.ndarray, pencil: Pencil, constraints: Constraints
+                        ) -> np.ndarray | None:
+    """The sweep of ``x`` re-rounding a degenerate two-label answer, independent of seed size.
+
+    Over the prefixes S of the order of ``x`` that hold every painted pixel of one label and
+    none of the other's, FAST-GE's ratio (:func:`sweep_ratios`) is
+
+    .. math:: \\frac{cut_D(S)}{vol(S)\\,vol(V∖S)/(vol\\,n) + c\\,s_1 s_2},
+
+    its cannot-link term the constant ``c s_1 s_2`` (``s_a``: label a's stroke mass Σ u).
+    For big strokes that constant swamps the volume term and the ratio is the plain minimum
+    cut, which cuts a seed off; for a one-pixel seed it does not — the answer depends on the
+    seeds' size. Here every label's strokes weigh as *one* pixel of their mean weight,
+    ``s_a → s_a / |S_a|``, so a click and a disc at the same place meet the same objective,
+    and the minimum is taken over the prefixes with at least ``√n`` unpainted pixels on each
+    side (the scale of :func:`degenerate_components`), among the local minima of the ratio
+    (over ±w positions, as :func:`sweep_cut`'s candidates) away from the ends of that range
+    — a minimum at an end is the shrinking bias again, one step above the limit — or, if
+    there is none, over the whole range. Returns the prefix mask, or None when no prefix
+    qualifies.
+    """
+    n = x.shape[0]
+    ratio_d, order = sweep_ratios(x, pencil, None)
+    d = pencil.degrees
+    vol_s = np.cumsum(d[order])[: n - 1]
+    vol = d.sum()
+    volume = vol_s * (vol - vol_s) / (vol * n)
+    cut_g = ratio_d * np.maximum(volume, np.finfo(float).tiny)
+    u = constraints.weights
+    unit = [u[S].sum() / max(len(S), 1) for S in constraints.sets]
+    ratio = cut_g / (volume + constraints.scale * unit[0] * unit[1])
+    pos = np.empty(n, np.int64)
+    pos[order] = np.arange(n)
+    painted = np.zeros(n, bool)
+    for S in constraints.sets:
+        painted[S] = True
+    inside = np.cumsum(~painted[order], dtype=np.int64)[: n - 1]      # unpainted in the prefix
+    ok = (inside >= np.sqrt(n)) & (np.count_nonzero(~painted) - inside >= np.sqrt(n))
+    separates = np.zeros(n - 1, bool)
+    p0, p1 = pos[constraints.sets[0]], pos[constraints.sets[1]]
+    for first, second in ((p0, p1), (p1, p0)):
+        lo, hi = first.max() + 1, second.min()   # prefix lengths holding all of `first` only
+        if lo <= hi:
+            separates[max(lo, 1) - 1:min(hi, n - 1)] = True
+    ok &= separates
+    if not np.any(ok):
+        return None
+    w = max(1, int(SWEEP_WINDOW * n), min(SWEEP_MIN_WINDOW, n // 10))
+    r = np.where(ok, ratio, np.inf)
+    allowed = np.flatnonzero(ok)
+    local = ok & (r <= minimum_filter1d(r, 2 * w + 1, mode="nearest"))
+    local[: allowed[0] + w + 1] = False
+    local[max(allowed[-1] - w, 0):] = False
+    pick = local if np.any(local) else ok
+    best = int(np.flatnonzero(pick)[np.argmin(ratio[pick])])
+    mask = np.zeros(n, bool)
+    mask[order[: best + 1]] = True
+    return mask
+
+
+def reround_degenerate(codes: np.ndarray, V: np.ndarray, pencil: Pencil,
+                       constraints: Constraints) -> np.ndarray:
+    """Re-round where a painted component holds little more than its own pixels (issue 22).
+
+    Why: a one-pixel cannot-link constraint makes cutting the pixel off alone the cheapest
+    ratio cut (its degree against the cannot-link weight ``c d_i d_j``, while a boundary
+    with a gap costs more the larger the image: the shrinking bias of cut objectives); a 5×5
+    disc is cut off the same way once the gap costs more than the disc's perimeter.
+
+    1. Two labels: if a painted component is degenerate (:func:`degenerate_components`),
+       the embedding's vector ``V[:, 0]`` is swept again (:func:`nondegenerate_sweep`): the
+       same order and FAST-GE's ratio, with every label's strokes weighing as one pixel
+       (so the seeds' size does not matter), over the prefixes that separate the strokes
+       and leave at least ``√n`` unpainted pixels on each side.
+    2. Any component still degenerate (k ≥ 3, or a click cut off inside the other label's
+       region) gets the pixels whose largest potential is its label's
+       (:func:`embedding_potentials`: the random-walker rule ``argmax_b φ_b(i) = a``) and
+       that are connected to it through such pixels; pixels painted with another label
+       never change. A region the potentials also hold to the painted pixels (a small
+       object outlined by a strong edge) stays as it was.
+
+    Where nothing is degenerate, FAST-GE's rounding stands. Returns the new codes (a copy
+    when anything changed); ``codes`` are label indices 0..k−1.
+    """
+    sets = constraints.sets
+    graph = pencil.L
+    found = degenerate_components(codes, sets, graph)
+    if not found:
+        return codes
+    if len(sets) == 2:
+        mask = nondegenerate_sweep(np.asarray(V, np.float64)[:, 0], pencil, constraints)
+        if mask is not None:
+            swept = mask.astype(np.int64)
+            swept = swept ^ 1 if np.mean(mask[sets[0]]) >= 0.5 else swept
+            codes = swept
+            found = degenerate_components(codes, sets, graph)
+            if not found:
+                return codes
+    Phi = embedding_potentials(V, sets)
+    best = np.argmax(Phi, axis=1)
+    painted_at = np.full(codes.shape[0], -1, np.int64)
+    for a, S in enumerate(sets):
+        painted_at[S] = a
+    G = sp.csr_matrix(graph)
+    rows = np.repeat(np.arange(codes.shape[0], dtype=G.indices.dtype), np.diff(G.indptr))
+    codes = codes.copy()
+    zones: dict[int, np.ndarray] = {}
+    for a, region in found:
+        if a not in zones:
+            mine = (best == a) & ((painted_at < 0) | (painted_at == a))
+            mine[sets[a]] = True
+            zone = _components(G, rows, (G.indices > rows) & mine[rows] & mine[G.indices])
+            zone[~mine] = -1
+            zones[a] = zone
+        zone = zones[a]
+        ids = np.unique(zone[region])
+        ids = ids[ids >= 0]
+        codes[np.isin(zone, ids)] = a
+    return codes
+
+
+def rounding_confidence(codes: np.ndarray, V: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
+    """Per-vertex confidence in [0, 1]: distance to the rounding's boundary, painted = 1.
+
+    For two labels whose regions are a threshold of the embedding's vector ``x = V[:, 0]``
+    (the Cheeger sweep, and its re-rounding by the potentials, which are affine in x), the
+    boundary is the threshold ``t`` midway between the two sides, and ``h_i = |x_i − t|``.
+    Otherwise (k-means on the row-normalised embedding ``U``, FAST-GE Fig. 2), with ``c_a``
+    the mean of ``U`` over label a's region (the k-means centres at a fixed point of Lloyd's
+    iteration) and ``a`` the pixel's label, ``h_i`` is the distance from ``u_i`` to the
+    nearest bisector ``{u : ‖u − c_a‖ = ‖u − c_b‖}``, b ≠ a, signed positive on a's side:
+    ``h_i = min_b (‖u_i − c_b‖² − ‖u_i − c_a‖²) / (2 ‖c_a − c_b‖)``.
+
+    Each label's ``h`` is divided by its median over the label's painted vertices (the
+    pixels the user is sure of sit there) and clipped to [0, 1]; painted vertices are 1.
+    0 marks the boundary itself (or a vertex on the wrong side of it), 1 a vertex as far
+    from it as the strokes. ``codes``: label indices 0..k−1 (before clamping).
+    """
+    V = np.asarray(V, dtype=np.float64)
+    n, k = codes.shape[0], len(sets)
+    h = None
+    if k == 2:
+        x = V[:, 0]
+        lo0, hi0 = (x[codes == 0].min(), x[codes == 0].max()) if np.any(codes == 0) else (0, 0)
+        lo1, hi1 = (x[codes == 1].min(), x[codes == 1].max()) if np.any(codes == 1) else (0, 0)
+        if np.all(codes == codes[0]):
+            h = np.ones(n)
+        elif hi0 <= lo1:
+            h = np.abs(x - (hi0 + lo1) / 2)
+        elif hi1 <= lo0:
+            h = np.abs(x - (hi1 + lo0) / 2)
+    if h is None:
+        W = V if V.shape[1] == 1 else V / np.maximum(np.linalg.norm(V, axis=1), 1e-300)[:, None]
+        mass = np.bincount(codes, minlength=k).astype(float)
+        C = np.stack([np.bincount(codes, weights=W[:, j], minlength=k) for j in range(W.shape[1])],
+                     axis=1) / np.maximum(mass, 1.0)[:, None]
+        D = (np.einsum("ij,ij->i", W, W)[:, None] - 2 * W @ C.T
+             + np.einsum("aj,aj->a", C, C)[None, :])                     # n × k squared
+        own = D[np.arange(n), codes]
+        h = np.full(n, np.inf)
+        for b in range(k):
+            if mass[b] == 0:
+                continue
+            sep = np.linalg.norm(C[codes] - C[b], axis=1)
+            other = codes != b
+            h[other] = np.minimum(h[other], (D[other, b] - own[other])
+                                  / np.maximum(2 * sep[other], 1e-300))
+        h[~np.isfinite(h)] = 1.0
+    conf = np.zeros(n)
+    for a, S in enumerate(sets):
+        mine = codes == a
+        ref = np.median(h[S]) if len(S) else 0.0
+        if not ref > 0:
+            ref = h[mine].max() if np.any(mine) else 1.0
+        conf[mine] = h[mine] / ref if ref > 0 else 1.0
+    conf = np.clip(conf, 0.0, 1.0)
+    for S in sets:
+        conf[S] = 1.0
+    return conf.astype(np.float32)

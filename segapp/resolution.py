@@ -138,7 +138,9 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
     """Bring a result computed on a coarse grid back to the scribbles' full resolution.
 
     ``vectors=False`` drops the eigenvectors (shape ``(H, W, 0)``) instead of interpolating
-    them: a quick preview needs only the labels.
+    them: a quick preview needs only the labels. The confidence map, if any, is interpolated
+    bilinearly (nearest coarse pixel with ``vectors=False``) and is 1 on every painted pixel,
+    as at the working resolution.
     """
     H, W = scribbles.shape
     h, w = result.labels.shape
@@ -156,6 +158,16 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
                    preserve_range=True).astype(np.float32)
     else:
         V = np.zeros((H, W, 0), np.float32)
+    conf = result.confidence
+    if conf is not None:
+        if vectors:
+            from skimage.transform import resize
+            conf = resize(conf, (H, W), order=1, anti_aliasing=False, preserve_range=True)
+        else:
+            conf = conf[yi[:, None], xi[None, :]]
+        conf = np.clip(conf, 0.0, 1.0).astype(np.float32)
+        conf[painted] = 1.0
     result.labels = labels
     result.eigenvectors = V
+    result.confidence = conf
     return result

@@ -34,6 +34,12 @@ class Segmentation:
     preview : bool
         True for the coarse result a :class:`~segapp.Session` hands to its ``preview``
         callback before the full one (labels only: no eigenvectors).
+    confidence : ndarray (H, W) float32 in [0, 1], or (n,), or None
+        How sure the method's own rounding is of each pixel's label ("where to paint next",
+        issue 22): its distance to the rounding's decision boundary in the embedding,
+        relative to the painted pixels' (:func:`segapp.partition.rounding_confidence`);
+        painted pixels are 1, the boundary 0. At the result's resolution (a working copy's
+        is brought back to full resolution). None for methods that do not provide it.
     """
 
     labels: np.ndarray
@@ -45,6 +51,7 @@ class Segmentation:
     method: str = "fastge"
     stroke_agreement: dict[int, float] | None = None
     preview: bool = False
+    confidence: np.ndarray | None = None
 
     @property
     def unplaced_labels(self) -> tuple[int, ...]:
