@@ -152,10 +152,29 @@ def _segment(args: argparse.Namespace) -> int:
               f"with {result.method}; {stages}")
         if result.diagnostics is not None:
             print(f"  {result.diagnostics!r}")
+        moved = _regiven_strokes(result, ids, counts)
+        if moved:
+            print(f"  painted pixels the {result.method} partition gave to other labels, kept "
+                  f"as painted: {moved}")
+        if result.unplaced_labels:
+            print(f"  labels {result.method} could not place (< 50% of their painted pixels): "
+                  f"{', '.join(map(str, result.unplaced_labels))}")
         for p in written:
             print(f"  wrote {p}")
         print(f"  wall time {time.perf_counter() - t0:.2f}s")
     return 0
+
+
+def _regiven_strokes(result: Any, ids: Any, counts: Any) -> str:
+    """"label 3: 2 of 150, ..." for labels whose painted pixels the method's partition
+    placed elsewhere (from ``stroke_agreement``, measured before they were kept)."""
+    agree = result.stroke_agreement or {}
+    parts = []
+    for i, c in zip(ids.tolist(), counts.tolist()):
+        lost = int(round((1.0 - agree.get(i, 1.0)) * c))
+        if lost:
+            parts.append(f"label {i}: {lost} of {c}")
+    return ", ".join(parts)
 
 
 def _check_outputs(args: argparse.Namespace, outputs: list[Path], hdir: Path | None) -> None:

@@ -294,6 +294,59 @@ def test_integer_images_holding_16_bit_values_are_scaled_by_65535():
     np.testing.assert_allclose(segapp.Session(u16).image, u16 / 65535.0, atol=1e-6)
 
 
+def _many_strokes(k: int, overlap: bool = False, seed: int = 3) -> np.ndarray:
+    """k short strokes at random on IMG's grid; with ``overlap`` every other stroke crosses
+    the one before (the later label wins the shared pixels)."""
+    rng = np.random.default_rng(seed)
+    H, W = S.shape
+    s = np.zeros((H, W), np.int64)
+    for i in range(k):
+        y, x = rng.integers(0, H - 8), rng.integers(0, W - 8)
+        s[y, x:x + 6] = i + 1
+        if overlap and i % 2:
+            s[y - 3:y + 4, x + 2] = i + 1
+    return s
+
+
+#: Issue 23: ncut relabelled 2–12 painted pixels per label, silently. (case, scribbles,
+#: options): every painted pixel keeps its label and stroke_agreement says what the
+#: clustering did with them, as for every other method.
+NCUT_CASES = [
+    ("12 labels", lambda: _many_strokes(12), {}),
+    ("50 labels", lambda: _many_strokes(50), {}),
+    ("overlapping strokes", lambda: _many_strokes(8, overlap=True), {}),
+    ("sigma_scale 0.05", lambda: S, {"sigma_scale": 0.05}),
+    ("sigma_scale 20", lambda: S, {"sigma_scale": 20.0}),
+    ("single-pixel strokes", lambda: (S * (np.arange(S.size).reshape(S.shape) % 7 == 0)), {}),
+]
+
+
+@pytest.mark.parametrize("scribbles, options", [c[1:] for c in NCUT_CASES],
+                         ids=[c[0] for c in NCUT_CASES])
+def test_ncut_keeps_every_painted_pixel_and_reports_what_it_placed(scribbles, options):
+    s = scribbles()
+    res = segapp.segment(IMG, s, method="ncut", **options)
+    painted = s > 0
+    assert np.array_equal(res.labels[painted], s[painted])
+    ids = np.unique(s[painted])
+    assert set(res.stroke_agreement) == set(ids.tolist())
+    assert all(0.0 <= a <= 1.0 for a in res.stroke_agreement.values())
+    assert res.unplaced_labels == tuple(i for i in ids.tolist()
+                                        if res.stroke_agreement[i] < 0.5)
+
+
+def test_the_command_line_says_which_painted_pixels_a_partition_moved(files, capsys):
+    Image.fromarray(_many_strokes(9).astype(np.uint8)).save(files / "many.png")
+    assert main(_seg(files, "-m", "ncut", scribbles="many.png")) == 0
+    out = capsys.readouterr().out
+    res = segapp.segment(io.read_image(files / "img.png"),
+                         io.read_scribbles(files / "many.png"), method="ncut")
+    if min(res.stroke_agreement.values()) < 1:
+        assert "gave to other labels, kept as painted: label" in out
+    if res.unplaced_labels:
+        assert "could not place" in out
+
+
 def _colour_strokes(path: Path, width: int, fmt: str, colours, quality: int = 75) -> None:
     """Strokes drawn at 4× and box-filtered (coverage anti-aliasing, as paint programs do)."""
     S4 = 4

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SegappError
-from .task import Task, failed_row
+from .task import INTERRUPTED, Task, failed_row
 
 __all__ = ["Executor", "SerialExecutor", "PoolExecutor", "DaskExecutor", "MAX_ATTEMPTS",
            "usable_cpus"]
@@ -102,8 +102,14 @@ class SerialExecutor(Executor):
     name = "serial"
 
     def map_unordered(self, fn: TaskFn, tasks: Iterable[Task]) -> Iterator[tuple[Task, Row]]:
-        for task in tasks:
-            yield task, fn(task)
+        with _sigint_cancels():
+            for task in tasks:
+                row = fn(task)
+                if INTERRUPTED.is_set():
+                    raise KeyboardInterrupt
+                yield task, row
+            if INTERRUPTED.is_set():      # pressed after the last task started
+                raise KeyboardInterrupt
 
     def warm_up(self) -> None:
         _import_segapp()
@@ -314,6 +320,24 @@ class DaskExecutor(Executor):
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None
+
+
+@contextlib.contextmanager
+def _sigint_cancels() -> Iterator[None]:
+    """While tasks run in this process, Ctrl+C sets :data:`~segapp.batch.task.INTERRUPTED`
+    (the solve polls it and stops) instead of raising KeyboardInterrupt wherever Python
+    happens to be — in a ``__del__`` it would be printed and swallowed, and the batch would
+    go on. The task then raises KeyboardInterrupt itself."""
+    INTERRUPTED.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, lambda *_: INTERRUPTED.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        INTERRUPTED.clear()
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ import contextlib
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -68,6 +69,11 @@ def _row(task: Task) -> dict[str, Any]:
     row.update(image=task.image, scribbles=task.scribbles, output=task.output,
                overlay=task.overlay or "", worker=f"{socket.gethostname()}:{os.getpid()}")
     return row
+
+
+#: Set by :class:`~segapp.batch.executors.SerialExecutor`'s Ctrl+C handler: the running
+#: solve stops at its next cancellation check and the task raises KeyboardInterrupt.
+INTERRUPTED = threading.Event()
 
 
 def short_error(row: dict[str, Any]) -> str:
@@ -130,6 +136,8 @@ def segment_pair(task: Task) -> dict[str, Any]:
     except MemoryError:
         row.update(status="failed", error="out of memory (try a smaller --max-pixels)")
     except Exception as exc:  # one bad image must never stop the batch
+        if INTERRUPTED.is_set():      # Ctrl+C cancelled the solve: stop the batch instead
+            raise KeyboardInterrupt from None
         from ..errors import SegappError
         text = " ".join(str(exc).split())
         if not isinstance(exc, (SegappError, OSError)):  # a bug: say what kind
@@ -206,7 +214,7 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     options = dict(task.options)
     session = Session(image, method=task.method, **options)
     row["working_height"], row["working_width"] = session.working_shape
-    result = session.update(scribbles)
+    result = session.update(scribbles, cancel=INTERRUPTED)
     diag = result.diagnostics
     row["iterations"] = getattr(diag, "iterations", "")
     row["converged"] = getattr(diag, "converged", "")

@@ -5,7 +5,9 @@ problem with no constraint edges: ``H = K``, footnote 1 of §4.3), k − 1 … k
 non-trivial eigenvectors by the same AMG-preconditioned LOBPCG, embedding of Fig. 2, k-means
 with random k-means++ restarts only (no stroke seeding: the strokes must not steer the
 clustering), and only then Hungarian matching of the clusters to the user's labels by stroke
-overlap — the strokes name the clusters, they do not shape them.
+overlap — the strokes name the clusters, they do not shape them. As in every method, the
+share of each label's painted pixels the clustering gave that label is reported
+(``stroke_agreement``, ``unplaced_labels``) and the painted pixels then keep their label.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..constraints import stroke_sets
 from ..eigensolve import amg_preconditioner, eigenpairs, random_start
 from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, override, pick
-from ..partition import embed, kmeans, match_labels, stroke_agreement
+from ..partition import clamp_strokes, embed, kmeans, match_labels, stroke_agreement
 from ..pencil import Pencil
 from ..result import Segmentation
 from .fastge import OPTIONS as FASTGE_OPTIONS
@@ -83,9 +85,13 @@ class NCut(GraphMethod):
         codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng, cancel=cancel)
         labels = match_labels(codes, sets, label_ids, k)
         timings["partition"] = time.perf_counter() - t
-        # Unconstrained by design: painted pixels are not set to their label, but the result
-        # says how many of them the clustering placed, and which labels it could not place.
+        # Unconstrained by design: the strokes did not shape the clusters. As every method,
+        # the result says how many painted pixels the clustering gave their label (measured
+        # here, before they are set to it) and which labels it could not place; then the
+        # painted pixels keep their label, as in every other method (issue 23: with 12–50
+        # labels or overlapping strokes, 2–12 per label were silently relabelled).
         agreement = stroke_agreement(np.searchsorted(label_ids, labels), sets)
+        clamp_strokes(labels, sets, label_ids)
         return Segmentation(labels.reshape(g.shape), label_ids,
                             V.reshape(*g.shape, -1).astype(np.float32), lam, timings, diag,
                             self.name, stroke_agreement=dict(zip(label_ids, agreement.tolist())))
