@@ -25,6 +25,12 @@ Protocol (see :mod:`benchmarks.robot` for the simulated annotator):
 3. after every segmentation the IoU is recorded: foreground IoU over non-void pixels for
    GrabCut, mean IoU over regions for BSDS.
 
+``--robot both`` (strokes protocol) also runs, for every segapp variant, the "where to paint
+next" robot (issue 22): the same first round, then each stroke in the method's least-confident
+area (``Segmentation.confidence``; :meth:`benchmarks.robot.Robot.where_unsure`), chosen without
+the ground truth, which only names the label painted there; its rows are ``NAME+unsure``,
+beside the oracle robot's ``NAME``.
+
 A method that raises is counted as a failure for that stroke: the previous labels stand (the
 user keeps seeing the last good result; IoU 0 when the first round fails) and the robot goes on.
 
@@ -152,8 +158,14 @@ def load(data: Path, dataset: str, scale: float = 1.0, max_side: int | None = No
 # -- one image, one method -------------------------------------------------------------------
 def run_interactive(sample: Sample, labeller: Callable[[np.ndarray], np.ndarray],
                     max_strokes: int = 20, first_round_only: bool = False,
-                    seed: int = 0) -> list[dict]:
+                    seed: int = 0, robot_rule: str = "error") -> list[dict]:
     """Robot loop on one image; one record per segmentation call.
+
+    ``robot_rule``: ``"error"`` (the oracle robot: each corrective stroke in the largest
+    wrongly labelled component) or ``"unsure"`` (the "where to paint next" robot: each stroke
+    in the method's least-confident area, :meth:`benchmarks.robot.Robot.where_unsure`; the
+    labeller must leave the last result's confidence map in its ``confidence`` attribute,
+    as :func:`confidence_session` does).
 
     Returns
     -------
@@ -182,13 +194,35 @@ def run_interactive(sample: Sample, labeller: Callable[[np.ndarray], np.ndarray]
                             error=error, kind=kind))
         if first_round_only or n >= max_strokes:
             break
-        stroke = robot.corrective(sample.gt, pred, scribbles, sample.valid)
-        if stroke is None:  # nothing left to correct
+        if robot_rule == "unsure":
+            conf = getattr(labeller, "confidence", None)
+            stroke = (None if conf is None or failed else
+                      robot.where_unsure(sample.gt, conf, scribbles, sample.valid))
+        else:
+            stroke = robot.corrective(sample.gt, pred, scribbles, sample.valid)
+        if stroke is None:  # nothing left to correct (or, unsure robot: sure everywhere)
             break
         scribbles = paint(scribbles, stroke)
         n += 1
-        kind = "corrective"
+        kind = stroke.kind
     return records
+
+
+def confidence_session(image: np.ndarray, method: str = "fastge",
+                       **options) -> Callable[[np.ndarray], np.ndarray]:
+    """A segapp Session labeller (as :mod:`benchmarks.peers`' sessions) that keeps the last
+    result's ``confidence`` map in its ``confidence`` attribute (None if the method has none)."""
+    import segapp
+    state: dict = {}
+
+    def run(scribbles: np.ndarray) -> np.ndarray:
+        if "sess" not in state:
+            state["sess"] = segapp.Session(image, method=method, **options)
+        res = state["sess"].update(scribbles)
+        run.confidence = res.confidence
+        return np.asarray(res.labels)
+    run.confidence = None
+    return run
 
 
 def run_clicks(sample: Sample, labeller: Callable[[np.ndarray], np.ndarray],
@@ -411,6 +445,27 @@ def _run_dataset(args: argparse.Namespace, ds: str, data: Path, out: Path, limit
         print(f"  {name:12s} done in {time.perf_counter() - t0:7.1f} s: NoC@85 "
               f"{m['noc85']:.2f}, NoC@90 {m['noc90']:.2f} ({m['noc90_never']} never), drops "
               f"{m['drops']}/{m['edits']}", flush=True)
+    if args.robot == "both" and not clicks:
+        # The "where to paint next" robot beside the oracle (issue 22): segapp variants only,
+        # as a row "<name>+unsure"; the first round is the same strokes.
+        for name in methods:
+            if name not in peers.SEGAPP_VARIANTS:
+                continue
+            method, opts, _ = peers.SEGAPP_VARIANTS[name]
+            pre = peers.PREFILTERS.get(name)
+            t0 = time.perf_counter()
+            for smp in samples:
+                image = pre(smp.image) if pre is not None else smp.image
+                recs = run_interactive(smp, confidence_session(image, method, **opts),
+                                       args.max_strokes, first_round_only=args.quick,
+                                       seed=args.seed, robot_rule="unsure")
+                for r in recs:
+                    rows.append(dict(dataset=ds, image=smp.id, method=f"{name}+unsure", **r))
+            m = summarise([r for r in rows if r["method"] == f"{name}+unsure"],
+                          args.max_strokes)[f"{name}+unsure"]
+            print(f"  {name + '+unsure':12s} done in {time.perf_counter() - t0:7.1f} s: NoC@85 "
+                  f"{m['noc85']:.2f}, NoC@90 {m['noc90']:.2f} ({m['noc90_never']} never), "
+                  f"drops {m['drops']}/{m['edits']}", flush=True)
     summaries[ds] = summarise(rows, args.max_strokes)
     text = table(summaries[ds], args.max_strokes, args.protocol)
     desc = "\n".join(f"- `{m.name}`: {m.description}" for m in methods.values())
@@ -442,6 +497,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--click-rule", choices=("area", "depth"), default="area",
                     help="clicks: largest error component by area (Xu et al. 2016) or by "
                          "inscribed disc (the f-BRS / RITM evaluation clicker)")
+    ap.add_argument("--robot", choices=("error", "both"), default="error",
+                    help="strokes: the oracle robot only (largest error), or also the 'where "
+                         "to paint next' robot (least-confident area, no ground truth needed "
+                         "to choose it) for segapp variants, as rows NAME+unsure")
     ap.add_argument("--scale", type=float,
                     help="image resize factor (<= 1); default 0.5 for strokes, 1 for clicks")
     ap.add_argument("--limit", type=int, help="use the first N images of each dataset")

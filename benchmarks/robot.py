@@ -33,6 +33,14 @@ Later rounds — one corrective stroke:
     centred at the point farthest from the component's boundary, of length at most
     ``corrective_length``.
 
+Later rounds, the "where to paint next" robot (issue 22) — one stroke where the method is
+least sure (:meth:`Robot.where_unsure`): the area is chosen from the method's per-pixel
+confidence alone (the unpainted pixels below 1/2, the 4-connected component with the largest
+total doubt ``Σ (1 − confidence)``), without looking at the ground truth; the simulated user
+then paints there what is there — the label of the largest ground-truth region inside the
+area, drawn as above inside that part, at most ``corrective_length`` long. It stops only
+when the method is sure everywhere (or at the stroke budget).
+
 Determinism: the only randomness is the tie-break between equally deep centre points and it
 comes from ``numpy.random.default_rng(seed)``; the same seed, images and predictions give the
 same strokes.
@@ -244,6 +252,17 @@ class Robot:
                 strokes.append(s)
         return strokes
 
+    def where_unsure(self, gt: np.ndarray, confidence: np.ndarray, scribbles: np.ndarray,
+                     valid: np.ndarray | None = None) -> Stroke | None:
+        """One stroke in the least-confident area (:func:`least_confident_area`), chosen from
+        the method's confidence alone; the ground truth only names the label painted there.
+        None when the method is sure everywhere (confidence ≥ 1/2 on every unpainted pixel)."""
+        area = least_confident_area(confidence, gt, scribbles, valid)
+        if area is None:
+            return None
+        region, mask = area
+        return self.stroke_in(mask, region + 1, self.corrective_length, "unsure")
+
     def corrective(self, gt: np.ndarray, pred: np.ndarray, scribbles: np.ndarray,
                    valid: np.ndarray | None = None) -> Stroke | None:
         """One stroke in the largest wrongly-labelled component; None when nothing is wrong.
@@ -264,6 +283,40 @@ class Robot:
             return None
         region, mask = comp
         return self.stroke_in(mask, region + 1, self.corrective_length, "corrective")
+
+
+def least_confident_area(confidence: np.ndarray, gt: np.ndarray,
+                         scribbles: np.ndarray | None = None, valid: np.ndarray | None = None
+                         ) -> tuple[int, np.ndarray] | None:
+    """Where the method is least sure: the area a "where to paint next" robot strokes.
+
+    The unpainted (and scored) pixels whose confidence is below 1/2 — nearer the method's
+    decision boundary than to its strokes (:attr:`segapp.result.Segmentation.confidence`) —
+    split into 4-connected components; the component with the largest total doubt
+    ``Σ (1 − confidence)`` is chosen **without the ground truth**. Only then does the
+    simulated user look at it: the stroke goes where the largest ground-truth region inside
+    the component lies, with that region's label (a person paints what they see there).
+
+    Returns
+    -------
+    (region, mask) or None
+        The ground-truth region (label ``region + 1``) and the part of the component in it;
+        None when no unpainted pixel is below 1/2.
+    """
+    doubt = 1.0 - np.asarray(confidence, dtype=np.float64)
+    low = doubt > 0.5
+    if valid is not None:
+        low &= valid
+    if scribbles is not None:
+        low &= scribbles == 0
+    lab, n = ndi.label(low, structure=_FOUR)
+    if n == 0:
+        return None
+    total = np.bincount(lab.ravel(), weights=doubt.ravel())[1:]
+    comp = lab == int(np.argmax(total)) + 1        # first of equal totals: deterministic
+    regions, counts = np.unique(gt[comp], return_counts=True)
+    region = int(regions[np.argmax(counts)])
+    return region, comp & (gt == region)
 
 
 def largest_error_component(gt: np.ndarray, pred: np.ndarray, scribbles: np.ndarray | None = None,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import ndimage as ndi
 
-from benchmarks.robot import (Robot, binary_iou, iou, largest_error_component, mean_iou, noc,
-                              paint)
+from benchmarks.robot import (Robot, binary_iou, iou, largest_error_component,
+                              least_confident_area, mean_iou, noc, paint)
 
 
 def three_regions() -> np.ndarray:
@@ -171,3 +171,64 @@ def test_random_maps_strokes_connected_and_inside(seed):
         area = gt == s.label - 1
         assert boundary_free(s.mask, area)
         assert ndi.label(s.mask, structure=np.ones((3, 3)))[1] == 1
+
+
+def test_least_confident_area_by_hand_and_the_unsure_stroke():
+    """The area comes from the confidence alone (largest total doubt among the 4-connected
+    components below 1/2); the ground truth only names the label painted there."""
+    gt = three_regions()
+    conf = np.ones(gt.shape, np.float32)
+    conf[5:15, 5:15] = 0.0             # 100 px, doubt 1 each: total 100
+    conf[50:75, 70:76] = 0.4           # 150 px, doubt 0.6 each: total 90
+    conf[20:30, 100:103] = 0.6         # above 1/2: never a target
+    region, area = least_confident_area(conf, gt)
+    assert region == 0 and area.sum() == 100 and area[5:15, 5:15].all()
+    painted = np.zeros_like(gt)
+    painted[5:15, 5:15] = 1            # once painted, the next area is the other one
+    region, area = least_confident_area(conf, gt, painted)
+    assert region == 1 and area.sum() == 150
+    # a component straddling two regions: the stroke goes into the larger part, its label
+    conf[:] = 1.0
+    conf[30:50, 50:66] = 0.1           # columns 50-59 region 0 (200 px), 60-65 region 1 (120)
+    region, area = least_confident_area(conf, gt)
+    assert region == 0 and area.sum() == 200
+    s = Robot(seed=0).where_unsure(gt, conf, np.zeros_like(gt))
+    assert s.label == 1 and s.kind == "unsure" and np.all(area[s.mask])
+    assert Robot().where_unsure(gt, np.ones(gt.shape), np.zeros_like(gt)) is None
+
+
+def test_unsure_robot_loop_uses_the_labellers_confidence():
+    from benchmarks import quality
+    gt = three_regions()
+    smp = quality.Sample("t", np.zeros(gt.shape + (3,), np.float32), gt, None, False)
+    calls = []
+
+    def labeller(scribbles):
+        calls.append(scribbles.copy())
+        conf = np.ones(gt.shape, np.float32)
+        conf[50:75, 5:40] = 0.2 if len(calls) == 1 else 1.0   # unsure once, then sure
+        labeller.confidence = conf
+        return gt + 1
+    recs = quality.run_interactive(smp, labeller, max_strokes=10, robot_rule="unsure")
+    assert [r["kind"] for r in recs] == ["initial", "unsure"]
+    added = (calls[1] > 0) & (calls[0] == 0)
+    assert added.any() and np.all(gt[added] == 0) and np.all(calls[1][added] == 1)
+    assert added[50:75, 5:40].sum() == added.sum()
+
+
+def test_quality_cli_reports_the_unsure_robot_beside_the_oracle(tmp_path):
+    """``--robot both``: every segapp variant gets a NAME+unsure row in the same table."""
+    import json
+
+    from benchmarks import quality
+    from scenes import make_data
+    data = make_data(tmp_path / "data")
+    out = tmp_path / "out"
+    assert quality.main(["--data", str(data), "--dataset", "grabcut", "--methods", "fastge",
+                         "rw", "--robot", "both", "--max-strokes", "4", "--limit", "1",
+                         "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["summaries"]["grabcut"]
+    assert set(summary) == {"fastge", "rw", "fastge+unsure"}
+    assert summary["fastge+unsure"]["images"] == summary["fastge"]["images"] == 1
+    table = (out / "quality_grabcut.md").read_text()
+    assert "fastge+unsure" in table
