@@ -1,27 +1,32 @@
-"""Speed benchmark: FAST-GE per stage against scikit-image's random_walker, same input, same run.
+"""Speed benchmark: FAST-GE's edits on both linear solvers against scikit-image's random_walker.
 
-One bundled photo (``coffee``, 600×400) is resized to about 44K, 250K and 1.1M pixels — the
-sizes of the FAST-GE paper's Patras, Santorini and Soccer images (§7.3) — with its scribbles
-resized by nearest neighbour; the 4-label case drops the sample's fifth label. For each size and
-label count it reports
+One bundled photo (``coffee``, 600×400) is resized to about 44K, 250K, 0.5M (the app's working
+copy) and 1.1M pixels — the sizes of the FAST-GE paper's Patras, Santorini and Soccer images
+(§7.3) — with its scribbles resized by nearest neighbour; the 4-label case drops the sample's
+fifth label. For each size, label count and path — ``direct`` (``linear_solver="auto"``: the
+Dirichlet matrix factored once, each edit a low-rank update, the factor brought to the new
+strokes in the background; :mod:`segapp.direct`) and ``iterative`` (AMG-preconditioned CG with
+the hierarchy kept from edit to edit) — it times, in the order a person makes them:
 
-* FAST-GE cold (``segapp.segment``): graph, constraints, AMG set-up, eigensolver (the
-  harmonic potentials' CG steps, or LOBPCG iterations), embedding + k-means, total — best of
-  ``--repeat`` runs;
-* the warm re-solve of a :class:`segapp.Session` after one added stroke (what the app does
-  on every edit: the hierarchy of the previous edit, Galerkin-updated);
-* peak traced memory of one cold run (``tracemalloc``: NumPy/SciPy buffers; bytes per pixel);
-* ``skimage.segmentation.random_walker(mode='cg_mg')`` on the identical image and scribbles
-  (default beta, colour), best of ``--repeat``, and the ratio FAST-GE cold / random_walker;
-  random_walker again after the added stroke (its "warm" path: it has none, it solves again)
-  and the ratio FAST-GE warm / that;
-* time to the first result on a 12 MP photo as the app gets it: ``Session`` with its default
-  working resolution, ``update(..., preview=...)`` — when the preview arrives and when the
-  full result does (random_walker at the same working resolution beside it).
+* **cold**: ``segapp.segment`` (graph, constraints, solve, k-means), best of ``--repeat``;
+* a :class:`segapp.Session` (``stable_refinement`` off, so every answer can be compared with a
+  fresh solve): its first answer, then **add** a stroke, **erase** a stroke of the sample, and
+  **clear** a label — each the ``update`` call alone, after the session's background work for
+  it (``Session.wait_prepared``, reported as **bg**: the time the person looks at the answer
+  before the next edit can be a cheap update) — and each answer's agreement with a fresh
+  ``segment`` of the same strokes;
+* peak memory of the session's run: ``tracemalloc`` (NumPy/SciPy buffers) plus the direct
+  solver's factor, which CHOLMOD allocates outside Python (bytes per pixel);
+* ``skimage.segmentation.random_walker(mode='cg_mg')`` on the identical image and scribbles,
+  for each of the four stroke sets (it has no warm path: every edit is a new solve); the
+  ratios are segapp / random_walker on the same strokes.
 
-All at full resolution (``max_pixels=None``: the session's working-resolution cap, which the
-app uses for photos above 0.5 MP, is off). Run ``python benchmarks/speed.py`` (about 2 minutes on 2 cores); ``--quick`` for 44K only.
-Absolute times on a shared machine are noisy: compare the ratios of one run.
+Paths and random_walker are interleaved within each repeat. Then the time to the answer on a
+12 MP photo as the app gets it (``Session`` with its default 0.5 MP working copy): the first
+answer, and the full answer after one added stroke.
+
+Run ``python benchmarks/speed.py --repeat 2`` (about 6 minutes on 2 cores); ``--quick`` for
+44K only. Absolute times on a shared machine are noisy: compare the ratios of one run.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ sys.path.insert(0, str(REPO))
 import segapp  # noqa: E402
 from segapp import io, samples  # noqa: E402
 
-SIZES = {"44K": 44_000, "250K": 250_000, "1.1M": 1_100_000}
+SIZES = {"44K": 44_000, "250K": 250_000, "0.5M": 500_000, "1.1M": 1_100_000}
+PATHS = ("direct", "iterative")
 
 
 def resized(image: np.ndarray, scribbles: np.ndarray, pixels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,35 +98,95 @@ def random_walker(image: np.ndarray, scribbles: np.ndarray) -> np.ndarray:
         return rw(image, scribbles, mode="cg_mg", channel_axis=-1)
 
 
+def erase_stroke(scribbles: np.ndarray) -> np.ndarray:
+    """The scribbles without one of the sample's strokes (label 1's largest connected one)."""
+    from scipy.ndimage import label
+    comp, n = label(scribbles == 1, structure=np.ones((3, 3)))
+    s = scribbles.copy()
+    if n:
+        s[comp == 1 + np.argmax(np.bincount(comp.ravel())[1:])] = 0
+    return s
+
+
+def clear_label(scribbles: np.ndarray) -> np.ndarray:
+    """The scribbles without their highest label."""
+    s = scribbles.copy()
+    s[s == s.max()] = 0
+    return s
+
+
+EDITS = ("add", "erase", "clear")
+
+
+def session_run(img: np.ndarray, stroke_sets: dict, path: str) -> dict:
+    """One session through the edits: times, background times, the answers, factor bytes."""
+    solver = "auto" if path == "direct" else "iterative"
+    sess = segapp.Session(img, max_pixels=None, stable_refinement=False, linear_solver=solver)
+    out: dict = {}
+    t = time.perf_counter()
+    out["first"] = sess.update(stroke_sets["first"])
+    out["t_first"] = time.perf_counter() - t
+    for name in ("first",) + EDITS:
+        if name != "first":
+            t = time.perf_counter()
+            out[name] = sess.update(stroke_sets[name])
+            out[f"t_{name}"] = time.perf_counter() - t
+        t = time.perf_counter()
+        sess.wait_prepared()
+        out[f"bg_{name}"] = time.perf_counter() - t
+    d = sess._method.harmonic.direct if sess._method.harmonic is not None else None
+    out["factor_bytes"] = d.nbytes if d is not None and d.base is not None else 0
+    return out
+
+
 def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int,
-        memory: bool, peer: bool) -> dict:
+        memory: bool, peer: bool) -> list[dict]:
     s = scribbles.copy()
     s[s > k] = 0
     img, s = resized(image, s, SIZES[size])
     n = s.size
-    cold, res = best(lambda: segapp.segment(img, s, max_pixels=None), repeat)
-    sess = segapp.Session(img, max_pixels=None)
-    sess.update(s)
-    s2 = extra_stroke(s)
-    warm_times = []
+    sets = {"first": s, "add": extra_stroke(s)}
+    sets["erase"] = erase_stroke(sets["add"])
+    sets["clear"] = clear_label(sets["erase"])
+    fresh = {name: segapp.segment(img, v, max_pixels=None, stable_refinement=False).labels
+             for name, v in sets.items()}
+    rows = {p: dict(size=size, n=n, k=k, path=p) for p in PATHS}
+    rw: dict[str, list[float]] = {name: [] for name in sets}
     for _ in range(repeat):
-        t = time.perf_counter()
-        warm = sess.update(s2)
-        warm_times.append(time.perf_counter() - t)
-        sess.update(s)  # back, so every repeat adds the same stroke
-    cold2 = segapp.segment(img, s2, max_pixels=None)
-    agree = float(np.mean(cold2.labels == warm.labels))
-    row = dict(size=size, n=n, k=k, cold=cold, warm=min(warm_times),
-               warm_iters=warm.diagnostics.iterations, warm_agree=agree,
-               iters=res.diagnostics.iterations, **{f"t_{a}": b for a, b in res.timings.items()})
-    if memory:
-        row["peak"] = peak_bytes(lambda: segapp.segment(img, s, max_pixels=None))
-    if peer:
-        row["rw"], rw_labels = best(lambda: random_walker(img, s), repeat)
-        row["rw_agree"] = float(np.mean(rw_labels == res.labels))
-        # random_walker has no warm path: after a stroke it solves again from scratch.
-        row["rw_warm"], _ = best(lambda: random_walker(img, s2), repeat)
-    return row
+        for p in PATHS:
+            row = rows[p]
+            solver = "auto" if p == "direct" else "iterative"
+            t = time.perf_counter()
+            segapp.segment(img, s, max_pixels=None, linear_solver=solver)
+            row.setdefault("cold", []).append(time.perf_counter() - t)
+            out = session_run(img, sets, p)
+            for key, v in out.items():
+                if key.startswith(("t_", "bg_")):
+                    row.setdefault(key, []).append(v)
+            row["agree"] = min(float(np.mean(out[name].labels == fresh[name]))
+                               for name in ("first",) + EDITS)
+            row["how"] = {name: out[name].diagnostics.reason for name in EDITS}
+        if peer:
+            for name, v in sets.items():
+                t = time.perf_counter()
+                random_walker(img, v)
+                rw[name].append(time.perf_counter() - t)
+    for p in PATHS:
+        row = rows[p]
+        for key in list(row):
+            if isinstance(row[key], list):
+                row[key] = min(row[key])
+        if peer:
+            row.update({f"rw_{name}": min(v) for name, v in rw.items()})
+        if memory:
+            tracemalloc.start()
+            try:
+                out = session_run(img, sets, p)
+                row["peak"] = tracemalloc.get_traced_memory()[1] + out["factor_bytes"]
+                row["factor"] = out["factor_bytes"]
+            finally:
+                tracemalloc.stop()
+    return [rows[p] for p in PATHS]
 
 
 def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bool) -> dict:
@@ -142,6 +208,16 @@ def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bo
     row = dict(n=s.size, build=build, preview=got.get("t", float("nan")),
                full=time.perf_counter() - t, working=int(np.prod(sess.working_shape)),
                iters=full.diagnostics.iterations)
+    t = time.perf_counter()
+    sess.wait_prepared()
+    row["bg"] = time.perf_counter() - t
+    s2 = extra_stroke(s)
+    got.clear()
+    t = time.perf_counter()
+    edit = sess.update(s2, preview=lambda r: got.setdefault("t", time.perf_counter() - t))
+    row["edit"] = time.perf_counter() - t
+    row["edit_preview"] = got.get("t", float("nan"))
+    row["edit_how"] = edit.diagnostics.reason
     if peer:
         small = reduce_image(img, sess.working_shape)
         row["rw"], _ = best(lambda: random_walker(small, reduce_map(s, sess.working_shape)), 1)
@@ -149,22 +225,29 @@ def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bo
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'size':>5} {'pixels':>8} {'k':>2} | {'graph':>6} {'constr':>6} {'amg':>6} "
-            f"{'eig':>6} {'it':>3} {'kmeans':>6} {'cold':>6} | {'warm':>6} {'it':>3} "
-            f"{'agree':>6} | {'B/px':>5} | {'rw':>6} {'ratio':>6} {'vs rw':>6} | "
-            f"{'rw wm':>6} {'ratio':>6}")
+    head = (f"{'size':>5} {'pixels':>8} {'k':>1} {'path':>9} | {'cold':>6} {'/rw':>5} | "
+            f"{'first':>6} {'bg':>5} | {'add':>6} {'/rw':>5} {'bg':>5} | {'erase':>6} "
+            f"{'/add':>5} {'/rw':>5} | {'clear':>6} {'/add':>5} {'/rw':>5} | {'agree':>7} | "
+            f"{'B/px':>5} {'fct':>4}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        rw = r.get("rw")
+        rw = (lambda name: r[f"t_{name}"] / r[f"rw_{name}"]) if "rw_first" in r else None
+        ratio = (lambda name: f"{rw(name):4.2f}x") if rw else (lambda name: f"{'-':>5}")
+        cold_rw = f"{r['cold'] / r['rw_first']:4.2f}x" if rw else f"{'-':>5}"
+        peak = r.get("peak")
         lines.append(
-            f"{r['size']:>5} {r['n']:>8} {r['k']:>2} | {r['t_graph']:6.3f} "
-            f"{r['t_constraints']:6.3f} {r['t_amg_setup']:6.3f} {r['t_eigensolver']:6.3f} "
-            f"{r['iters']:>3} {r['t_partition']:6.3f} {r['cold']:6.3f} | {r['warm']:6.3f} "
-            f"{r['warm_iters']:>3} {r['warm_agree']:6.1%} | "
-            f"{(r['peak'] / r['n'] if 'peak' in r else float('nan')):5.0f} | "
-            + (f"{rw:6.3f} {r['cold'] / rw:5.2f}x {r['rw_agree']:6.1%} | "
-               f"{r['rw_warm']:6.3f} {r['warm'] / r['rw_warm']:5.2f}x" if rw else f"{'-':>6}"))
+            f"{r['size']:>5} {r['n']:>8} {r['k']:>1} {r['path']:>9} | {r['cold']:6.3f} {cold_rw} | "
+            f"{r['t_first']:6.3f} {r['bg_first']:5.2f} | {r['t_add']:6.3f} {ratio('add')} "
+            f"{r['bg_add']:5.2f} | {r['t_erase']:6.3f} {r['t_erase'] / r['t_add']:4.2f}x "
+            f"{ratio('erase')} | {r['t_clear']:6.3f} {r['t_clear'] / r['t_add']:4.2f}x "
+            f"{ratio('clear')} | {r['agree']:7.3%} | "
+            + (f"{peak / r['n']:5.0f} {r['factor'] / r['n']:4.0f}" if peak else f"{'-':>5}"))
     return "\n".join(lines)
+
+
+def how_table(rows: list[dict]) -> str:
+    return "\n".join(f"  {r['size']} k={r['k']} {r['path']}: " + "; ".join(
+        f"{name}: {r['how'][name]}" for name in EDITS) for r in rows)
 
 
 def first_result_table(r: dict) -> str:
@@ -172,13 +255,15 @@ def first_result_table(r: dict) -> str:
           f"(preview / rw = {r['preview'] / r['rw']:.2f}x)" if "rw" in r else "")
     return (f"first result on {r['n'] / 1e6:.0f} MP (working resolution {r['working']} px): "
             f"preview after {r['preview']:.2f} s, full result after {r['full']:.2f} s "
-            f"({r['iters']} it); session build {r['build']:.2f} s{rw}")
+            f"({r['iters']} it); session build {r['build']:.2f} s{rw}; background work "
+            f"{r['bg']:.2f} s; after one added stroke: full result after {r['edit']:.2f} s "
+            f"(preview {r['edit_preview']:.2f} s; {r['edit_how']})")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
-    p.add_argument("--labels", nargs="+", type=int, default=[4, 5], choices=[2, 3, 4, 5])
+    p.add_argument("--labels", nargs="+", type=int, default=[4], choices=[3, 4, 5])
     p.add_argument("--repeat", type=int, default=2, help="best of N timed runs")
     p.add_argument("--no-memory", action="store_true", help="skip the tracemalloc run")
     p.add_argument("--no-peer", action="store_true", help="skip random_walker")
@@ -196,17 +281,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for size in a.sizes:
         for k in a.labels:
-            rows.append(run(size, k, image, scribbles, a.repeat, not a.no_memory, not a.no_peer))
+            rows += run(size, k, image, scribbles, a.repeat, not a.no_memory, not a.no_peer)
             print(f"  done {size} k={k}", file=sys.stderr, flush=True)
     print(table(rows))
+    print("how each edit was solved:")
+    print(how_table(rows))
     if not a.no_first_result:
         print(first_result_table(first_result(image, scribbles, 12_000_000, not a.no_peer)))
-    print("cold = segapp.segment (graph + constraints + AMG + eigensolver + k-means); warm = "
-          "Session.update after one added stroke (agree = its labels vs a cold solve);\n"
-          "B/px = tracemalloc peak / pixels; rw = random_walker(mode='cg_mg'); ratio = cold / rw; "
-          "vs rw = label agreement with random_walker;\n"
-          "rw wm = random_walker after the added stroke (it has no warm path: it solves again); "
-          "ratio = warm / rw wm.")
+    print("cold = segapp.segment; first = a Session's first answer; add / erase / clear = the "
+          "Session.update of that edit; /rw = that time / random_walker(mode='cg_mg') on the "
+          "same strokes;\nbg = the session's background work after that answer (the next edit "
+          "waits for it); /add = time / the added stroke's; agree = the worst label agreement "
+          "of the session's answers with a fresh segment of the same strokes (stable_refinement "
+          "off);\nB/px = peak bytes per pixel (tracemalloc + the factor), fct = the factor's.")
     return 0
 
 

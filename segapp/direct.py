@@ -126,6 +126,11 @@ class DirichletFactor:
         self.base = np.array(fixed, dtype=bool, copy=True)
         self.timings["factor"] = time.perf_counter() - t
 
+    def reset(self) -> None:
+        """Forget the base: the next :meth:`solve` factors its own strokes."""
+        self.base = None
+        self._supernodes = None
+
     def changed(self, fixed: np.ndarray) -> np.ndarray:
         """The pixels painted or unpainted since the base (T)."""
         if self.base is None:

@@ -300,7 +300,8 @@ class HarmonicSolver:
                    ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
         """The ``nev ≤ k − 1`` smallest Ritz pairs of ``pencil`` on the strokes' potentials.
 
-        ``reuse``: precondition with the previous edit's hierarchy, brought to these strokes
+        ``reuse``: solve from the direct solver's factor of earlier strokes (updated), or
+        precondition with the previous edit's hierarchy, brought to these strokes
         by :meth:`~segapp.amg.AMGPreconditioner.galerkin_update`, and start from its
         potentials, instead of building a hierarchy; it is built anew after a solve whose CG
         steps exceed 1.5 × those of the hierarchy's first solve + 2 (the aggregates, made for
@@ -330,8 +331,10 @@ class HarmonicSolver:
             d = self._build_direct()
         how = None
         if d is not None and (d.base is not None or cold_direct):
-            warm = d.base is not None
+            warm = reuse and d.base is not None
             try:
+                if not reuse:        # no reuse asked: factor these strokes afresh
+                    d.reset()
                 Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
             except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
                 self.direct, self.direct_unavailable = None, str(exc)

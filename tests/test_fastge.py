@@ -256,7 +256,8 @@ def test_result_fields_shapes_and_dtypes():
     # the stages are disjoint parts of the total
     assert res.timings["total"] >= sum(res.timings[k] for k in stages) - 1e-9
     diag = res.diagnostics
-    assert diag.converged and diag.iterations >= 1 and diag.reason
+    assert diag.converged and diag.reason
+    assert diag.iterations >= 1 or "direct solve" in diag.reason   # a factor: no iterations
     assert diag.residuals.shape == (3,)
     np.testing.assert_allclose(diag.eigenvalues, res.eigenvalues)
     fr = res.fractions()
@@ -277,14 +278,15 @@ def test_nonconvergence_raises_solver_error_or_warns():
     img, truth = four_regions(noise=0.12, H=40, W=50)
     s = np.zeros(truth.shape, int)
     s[5, 2:8], s[5, 30:40], s[35, 30:40] = 2, 5, 7
-    with pytest.raises(SolverError, match="did not converge") as info:
-        segapp.segment(img, s, maxiter=1)
+    with pytest.raises(SolverError, match="did not converge") as info:   # (a factor: no cap)
+        segapp.segment(img, s, maxiter=1, linear_solver="iterative")
     diag = info.value.diagnostics
     assert diag is not None and diag.converged is False and diag.iterations == 1
     assert diag.reason.startswith("iteration cap")
     assert isinstance(info.value, SegappError) and isinstance(info.value, RuntimeError)
     with pytest.warns(RuntimeWarning, match="did not converge"):
-        res = segapp.segment(img, s, maxiter=1, on_nonconvergence="warn")
+        res = segapp.segment(img, s, maxiter=1, on_nonconvergence="warn",
+                             linear_solver="iterative")
     assert res.diagnostics.converged is False
     assert res.labels.shape == truth.shape and set(np.unique(res.labels)) <= {2, 5, 7}
     # with enough iterations the same problem converges silently
