@@ -114,15 +114,12 @@ def stroke_potentials(L: sp.csr_matrix, degrees: np.ndarray, sets: list[np.ndarr
                       cancel: CancelLike = None) -> np.ndarray:
     """``Y`` (n × k): ``Y_a = E_a + φ_a``, every label's strokes extended harmonically.
 
-    One cold solve (a hierarchy built for these strokes, no state kept): what
-    :class:`HarmonicSolver` does per edit for k − 1 labels, here for all k (CCSKL's basis).
+    One cold iterative solve (a hierarchy built for these strokes, no state kept); a caller
+    that solves again and again keeps a :class:`HarmonicSolver` and calls its
+    :meth:`~HarmonicSolver.potentials` (direct where it can).
     """
-    fixed = painted(L.shape[0], sets)
-    A = dirichlet_matrix(L, fixed)
-    M = AMGPreconditioner(A + sp.diags(AMG_SHIFT * degrees), theta=theta, cancel=cancel)
-    Y, _, _ = block_pcg(A, M, stroke_rhs(L, fixed, sets), tol=tol, maxiter=maxiter,
-                        cancel=cancel)
-    return with_strokes(Y, fixed, sets)
+    return HarmonicSolver(L, degrees, theta=theta).potentials(
+        sets, tol=tol, maxiter=maxiter, linear_solver="iterative", cancel=cancel)
 
 
 def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
@@ -323,24 +320,8 @@ class HarmonicSolver:
         b = stroke_rhs(self.L, fixed, sets[:k - 1])
         timings["dirichlet"] = time.perf_counter() - t
         token.check()
-        self._next, self._mode = fixed, linear_solver
-        d = self.direct if linear_solver != "iterative" and self._direct_usable() else None
-        cold_direct = linear_solver == "direct" or (linear_solver == "auto"
-                                                    and n <= direct.COLD_PIXELS)
-        if cold_direct and d is None and self._direct_usable():
-            d = self._build_direct()
-        how = None
-        if d is not None and (d.base is not None or cold_direct):
-            warm = reuse and d.base is not None
-            try:
-                if not reuse:        # no reuse asked: factor these strokes afresh
-                    d.reset()
-                Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
-            except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
-                self.direct, self.direct_unavailable = None, str(exc)
-        if how is None:
-            Phi, steps, rel, warm = self._iterative_potentials(fixed, b, label_ids[:k - 1], tol,
-                                                               maxiter, reuse, token, timings)
+        Phi, steps, rel, warm, how = self._potentials(fixed, b, label_ids[:k - 1], tol, maxiter,
+                                                      reuse, linear_solver, token, timings)
         t = time.perf_counter()
         Y = np.empty((n, k))
         Y[:, :k - 1] = Phi
@@ -358,6 +339,50 @@ class HarmonicSolver:
             reason=reason, preconditioner_applications=steps + (how is None),
             warm_start=warm, eigenvalue_change=np.nan)
         return lam, X, diag
+
+    def _potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int], tol: float,
+                    maxiter: int, reuse: bool, linear_solver: str, token: CancelToken,
+                    timings: dict[str, float]
+                    ) -> tuple[np.ndarray, int, np.ndarray, bool, str | None]:
+        """``Ã(fixed)⁻¹ b`` by the direct or the iterative path (see :meth:`eigenpairs`)."""
+        n = self.L.shape[0]
+        self._next, self._mode = fixed, linear_solver
+        d = self.direct if linear_solver != "iterative" and self._direct_usable() else None
+        cold_direct = linear_solver == "direct" or (linear_solver == "auto"
+                                                    and n <= direct.COLD_PIXELS)
+        if cold_direct and d is None and self._direct_usable():
+            d = self._build_direct()
+        how = None
+        if d is not None and (d.base is not None or cold_direct):
+            warm = reuse and d.base is not None
+            try:
+                if not reuse:        # no reuse asked: factor these strokes afresh
+                    d.reset()
+                Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
+            except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
+                self.direct, self.direct_unavailable = None, str(exc)
+        if how is None:
+            Phi, steps, rel, warm = self._iterative_potentials(fixed, b, ids, tol,
+                                                               maxiter, reuse, token, timings)
+        return Phi, steps, rel, warm, how
+
+    def potentials(self, sets: list[np.ndarray], label_ids: list[int] | None = None, *,
+                   tol: float = 1e-4, maxiter: int = 300, linear_solver: str = "auto",
+                   cancel: CancelLike = None) -> np.ndarray:
+        """``Y`` (n × k): ``Y_a = E_a + φ_a`` for every label (CCSKL's basis), solved as
+        :meth:`eigenpairs` solves its k − 1: from the direct solver's factor where it can,
+        else iteratively (reusing the last hierarchy when ``label_ids`` name the labels)."""
+        token = CancelToken.of(cancel)
+        fixed = painted(self.L.shape[0], sets)
+        b = stroke_rhs(self.L, fixed, sets)
+        timings = {"dirichlet": 0.0}
+        reuse = label_ids is not None or linear_solver != "iterative"
+        ids = list(label_ids) if label_ids is not None else list(range(len(sets)))
+        if label_ids is None and self.state is not None:
+            self.state = None      # unnamed labels: no hierarchy to carry over
+        Y, *_ = self._potentials(fixed, b, ids, tol, maxiter, reuse, linear_solver, token,
+                                 timings)
+        return with_strokes(Y, fixed, sets)
 
     def _direct_potentials(self, d: direct.DirichletFactor, fixed: np.ndarray, b: np.ndarray,
                            token: CancelToken, timings: dict[str, float]

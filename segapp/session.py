@@ -106,8 +106,10 @@ class Session:
         option here raises :class:`~segapp.errors.InvalidInputError`. The first call's timings
         include the session's set-up stages (graph, AMG set-up).
 
-        ``preview``, if given and the working image has more than ``2 ×``
-        :data:`PREVIEW_PIXELS` pixels, is first called with a coarse result: the same method
+        ``preview``, if given, the working image has more than ``2 ×``
+        :data:`PREVIEW_PIXELS` pixels and the method cannot answer this edit from a factor
+        prepared after the last one (FAST-GE's direct solve), is first called with a coarse
+        result: the same method
         on a copy of about :data:`PREVIEW_PIXELS` pixels (built on the first such call and
         kept), its labels brought to full resolution with every painted pixel keeping its
         label, ``preview=True`` and no eigenvectors (shape ``(H, W, 0)``). It runs in the
@@ -123,7 +125,11 @@ class Session:
         cancel = CancelToken.of(cancel)  # callable, Event or token; every method polls it
         self.wait_prepared(cancel)
         t = time.perf_counter()
-        if preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS:
+        # No preview when the method answers this edit from its factor: the answer itself
+        # comes about as fast, and a preview that then moves misleads (issue 22 item 5).
+        quick = getattr(self._method, "prepared", None)
+        if (preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS
+                and not (quick is not None and quick())):
             coarse = self._preview(s, cancel, solve)
             if coarse is not None:
                 coarse.timings["total"] = time.perf_counter() - t

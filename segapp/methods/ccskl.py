@@ -148,6 +148,7 @@ from ..eigensolve import amg_preconditioner, eigenpairs, random_start
 from ..errors import InvalidInputError
 from ..graphs import Graph
 from .. import harmonic
+from ..ordering import offsets_reach
 from ..landmarks import _normalise_rows, read_strokes
 from ..lobpcg import SolverDiagnostics
 from ..options import SEED, Option, override, pick
@@ -267,16 +268,21 @@ def solve_ordered_qp(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def stroke_potentials(graph: Graph, sets: list[np.ndarray], *, theta: float = DEFAULT_THETA,
-                      maxiter: int = 300, cancel: CancelLike = None) -> np.ndarray:
+                      maxiter: int = 300, cancel: CancelLike = None,
+                      solver: harmonic.HarmonicSolver | None = None) -> np.ndarray:
     """``Y`` (n × k): ``Y_a = E_a + φ_a``, label a's stroke indicator extended harmonically.
 
     ``L_FF φ_a = −L_{F S_a} 1`` on the unpainted pixels F (:mod:`segapp.harmonic`: the same
     Dirichlet matrix, right-hand sides and block CG as FAST-GE's potentials, preconditioned by
     a hierarchy built for these strokes). ``Y_a`` is the smoothest vector — least ``gᵀLg`` —
     that is 1 on label a's strokes and 0 on the others; on a component without strokes it is 0.
+    ``solver`` (one per image, kept by the method) solves directly from a factor updated per
+    edit where it can (:mod:`segapp.direct`); without it, one cold iterative solve.
     """
-    return harmonic.stroke_potentials(graph.laplacian, graph.degrees, sets, theta=theta,
-                                      tol=POTENTIAL_TOL, maxiter=maxiter, cancel=cancel)
+    if solver is None:
+        return harmonic.stroke_potentials(graph.laplacian, graph.degrees, sets, theta=theta,
+                                          tol=POTENTIAL_TOL, maxiter=maxiter, cancel=cancel)
+    return solver.potentials(sets, tol=POTENTIAL_TOL, maxiter=maxiter, cancel=cancel)
 
 
 def must_link_basis(graph: Graph, F: np.ndarray,
@@ -323,6 +329,20 @@ class CCSKL(GraphMethod):
             raise InvalidInputError(f"n_eigenvectors={m} exceeds the number of vertices "
                                     f"({graph.n})")
         self.spectrum: Spectrum | None = None
+        self._harmonic: harmonic.HarmonicSolver | None = None
+
+    def _solver(self, g: Graph) -> harmonic.HarmonicSolver:
+        """The strokes' Dirichlet solver, one per image (direct where CHOLMOD is installed)."""
+        if self._harmonic is None or self._harmonic.theta != self.options["amg_theta"]:
+            grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
+            self._harmonic = harmonic.HarmonicSolver(g.laplacian, g.degrees,
+                                                     theta=self.options["amg_theta"], grid=grid)
+        return self._harmonic
+
+    def prepare(self, cancel: CancelLike = None) -> None:
+        """Work for the next edit after this one's answer: the potentials' factor."""
+        if self._harmonic is not None:
+            self._harmonic.prepare(cancel)
 
     def _update(self, scribbles: np.ndarray, cancel: CancelToken,
                 confidence: np.ndarray | None) -> Segmentation:
@@ -359,7 +379,7 @@ class CCSKL(GraphMethod):
             if extended and F is self.spectrum.F:
                 t = time.perf_counter()
                 Y = stroke_potentials(g, sets, theta=o["amg_theta"], maxiter=o["maxiter"],
-                                      cancel=cancel)
+                                      cancel=cancel, solver=self._solver(g))
                 F, _ = must_link_basis(g, self.spectrum.F, Y, sets)
                 timings["potentials"] = time.perf_counter() - t
                 cancel.check()

@@ -138,6 +138,13 @@ class FastGE(GraphMethod):
         if self.harmonic is not None:
             self.harmonic.prepare(cancel)
 
+    def prepared(self) -> bool:
+        """Whether the next edit is answered from a factor (a fraction of a cold solve)."""
+        h = self.harmonic
+        return (h is not None and h.direct is not None and h.direct.base is not None
+                and self.options["linear_solver"] != "iterative"
+                and self.options["eigensolver"] == "harmonic")
+
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
                         cancel: CancelToken) -> None:
         """Build LOBPCG's AMG hierarchy on ``L_D + L̃_ML + εD`` for the current strokes.
