@@ -377,6 +377,91 @@ def test_colour_strokes_read_as_one_label_per_colour(tmp_path, colours, width, f
                 for i in range(len(colours))} - {0}) == len(colours)
 
 
+def _as_palette(path: Path, how: str) -> None:
+    """Re-save a colour-stroke image with a palette, as editors do."""
+    img = Image.open(path).convert("RGB")
+    if how == "adaptive":
+        pal = img.convert("P", palette=Image.Palette.ADAPTIVE, colors=32)
+    elif how == "web":
+        pal = img.convert("P", palette=Image.Palette.WEB)
+    else:                                # black is not index 0: index 0 is the first colour
+        pal = img.convert("P", palette=Image.Palette.ADAPTIVE, colors=32)
+        order = np.argsort(-np.asarray(pal.getpalette()[:96]).reshape(32, 3).max(axis=1),
+                           kind="stable")
+        remap = np.empty(32, np.uint8)
+        remap[order] = np.arange(32)
+        idx = remap[np.asarray(pal)]
+        palette = np.asarray(pal.getpalette()[:96]).reshape(32, 3)[order]
+        pal = Image.fromarray(idx, mode="P")
+        pal.putpalette(palette.ravel().tolist())
+    pal.save(path.with_suffix(".png"))
+
+
+#: Issue 23: palette PNGs and thin JPEG strokes merged two painted colours into one label or
+#: invented labels. (case, colours, width, format, palette) -> exactly one label per colour.
+COLOUR_CASES = [
+    ("palette PNG adaptive", [(255, 0, 0), (0, 255, 0), (0, 0, 255)], 3, "adaptive"),
+    ("palette PNG web-safe (indices > 9)", [(255, 0, 0), (0, 255, 0), (0, 0, 255)], 3, "web"),
+    ("palette PNG, black not index 0", [(230, 159, 0), (86, 180, 233), (0, 158, 115)], 4,
+     "reordered"),
+    ("palette PNG, 9 colours", [tuple(c) for c in
+                                __import__("segapp.render").render.PALETTE.tolist()], 4,
+     "adaptive"),
+    ("palette PNG, 1 px strokes", [(255, 0, 0), (0, 0, 255)], 1, "adaptive"),
+]
+
+
+@pytest.mark.parametrize("colours, width, how", [c[1:] for c in COLOUR_CASES],
+                         ids=[c[0] for c in COLOUR_CASES])
+def test_palette_pngs_read_one_label_per_painted_colour(tmp_path, colours, width, how):
+    _colour_strokes(tmp_path / "s.png", width, "PNG", colours)
+    rgb_labels = io.read_scribbles(tmp_path / "s.png")
+    _as_palette(tmp_path / "s.png", how)
+    labels = io.read_scribbles(tmp_path / "s.png")
+    assert len(np.unique(labels[labels > 0])) == len(colours)
+    centre = {int(labels[30 + 110 * i // (len(colours) - 1), 90]) for i in range(len(colours))}
+    assert len(centre - {0}) == len(colours)
+    assert np.mean((labels > 0) == (rgb_labels > 0)) > 0.98   # as the RGB file reads
+
+
+def test_a_palette_label_map_keeps_its_indices_as_ids(tmp_path):
+    """PASCAL VOC-style: index = label id, index 0 black, a colourful display palette."""
+    ids = np.zeros((20, 30), np.uint8)
+    ids[2:5, 2:20], ids[10:12, 5:25], ids[15, :] = 1, 4, 9
+    img = Image.fromarray(ids, mode="P")
+    img.putpalette([0, 0, 0, 128, 0, 0, 0, 128, 0, 128, 128, 0, 0, 0, 128] + [200] * 753)
+    img.save(tmp_path / "voc.png")
+    np.testing.assert_array_equal(io.read_scribbles(tmp_path / "voc.png"), ids)
+
+
+@pytest.mark.parametrize("width", [1, 2, 3])
+@pytest.mark.parametrize("colours", [[(255, 0, 0), (0, 255, 0), (0, 0, 255)],
+                                     [tuple(c) for c in
+                                      __import__("segapp.render").render.PALETTE.tolist()]],
+                         ids=["rgb", "palette-9"])
+def test_thin_jpeg_colour_strokes_are_refused_with_a_reason(tmp_path, colours, width):
+    """They read as 4 labels from 3, or 5 from 9: refused instead of silently wrong."""
+    _colour_strokes(tmp_path / "s.jpg", width, "JPEG", colours)
+    msg = _one_line_invalid(lambda: io.read_scribbles(tmp_path / "s.jpg"))
+    assert "thinner than ~5 px" in msg and "PNG" in msg
+
+
+def _photo_file(tmp_path: Path, name: str) -> Path:
+    from segapp import samples
+    img = Image.open(samples.sample_path(name.split("-")[0]))
+    if name.endswith("-dark"):
+        img = Image.eval(img, lambda v: v // 5)          # a night shot: mostly near black
+    path = tmp_path / f"{name}.jpg"
+    img.save(path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["chelsea", "coffee", "astronaut", "camera", "coffee-dark"])
+def test_a_photo_given_as_scribbles_is_refused_with_a_reason(tmp_path, name):
+    path = _photo_file(tmp_path, name)
+    assert "photo" in _one_line_invalid(lambda: io.read_scribbles(path))
+
+
 def test_segapp_palette_exports_keep_their_ids_when_anti_aliased(tmp_path):
     from segapp.render import PALETTE
     _colour_strokes(tmp_path / "p.png", 3, "PNG", [PALETTE[6], PALETTE[2], PALETTE[8]])

@@ -299,7 +299,8 @@ def test_scribbles_too_many_colours(tmp_path):
     # ten clearly different hues (shades of one colour, e.g. (128, 0, 0) and (255, 0, 0),
     # are one label: anti-aliasing against black makes them)
     colours = [[round(255 * v) for v in colorsys.hsv_to_rgb(h / 10, 1, 1)] for h in range(10)]
-    rgb = np.array([colours], dtype=np.uint8)
+    rgb = np.zeros((10, 10, 3), np.uint8)      # strokes on black (a photo is refused first)
+    rgb[0] = colours
     Image.fromarray(rgb).save(tmp_path / "many.png")
     assert "distinct stroke colours" in _raises_invalid(tmp_path / "many.png", io.read_scribbles)
 

@@ -104,6 +104,7 @@ def _open_image(path: PathLike, what: str = "image",
                     img.load()  # decode now so truncated data fails here, not later
                     oriented = _exif_transpose(img)
                     oriented.load()
+                    oriented.format = img.format   # lost by the copy; scribbles need it (JPEG)
             finally:
                 Image.MAX_IMAGE_PIXELS = saved
     except InvalidInputError:

@@ -46,6 +46,14 @@ _BORDER_SHARE = 0.5
 _BORDER_REACH = 2
 # Largest channel difference between a stroke's interior pixel and each of its 8 neighbours.
 _INTERIOR_TOLERANCE = 24
+# Largest share of stroke (not black, not transparent) pixels in a scribble image; more is a
+# photo (the bundled samples have 83–100%, stroke files under 25%).
+_MAX_STROKE_SHARE = 0.6
+# Largest share of stroke pixels no stroke colour explains (blends where strokes meet, JPEG
+# noise); more is a photo's many colours.
+_MAX_UNEXPLAINED = 0.3
+# Formats whose colours are blurred across ~2 px (chroma subsampling): thin strokes unreliable.
+_LOSSY_FORMATS = frozenset({"JPEG", "MPO"})
 
 
 def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
@@ -136,14 +144,35 @@ def _check_shape(shape: object) -> tuple[int, int]:
 
 def _scribble_labels(img: Image.Image) -> np.ndarray:
     mode = img.mode
+    lossy = (img.format or "").upper() in _LOSSY_FORMATS
+    if mode in ("P", "PA") and not _palette_is_label_map(img):
+        return _labels_from_colors(np.asarray(img.convert("RGBA")), lossy)   # read by colour
     if mode in ("1", "L", "P", "I", "F") or mode in _GREY_16BIT_MODES or mode.startswith("I;"):
         values = np.asarray(img)
     elif mode in ("LA", "PA"):
         values = np.where(np.asarray(img.getchannel("A")) == 0, 0, np.asarray(img.getchannel(0)))
     else:
         rgba = np.asarray(img.convert("RGBA"))
-        return _labels_from_colors(rgba)
+        return _labels_from_colors(rgba, lossy)
     return _check_label_values(values)
+
+
+def _palette_is_label_map(img: Image.Image) -> bool:
+    """Whether a palette image's indices are label ids (a label map with a display palette,
+    as PASCAL VOC's) rather than colour strokes saved with a palette (which an editor
+    orders as it likes: black need not be index 0, red may be index 190).
+
+    Label map: every index used is at most :data:`MAX_LABEL`, and index 0, if used, is black
+    or transparent (the unlabelled background).
+    """
+    idx = np.asarray(img if img.mode == "P" else img.getchannel(0))
+    used = np.unique(idx)
+    if used.size == 0 or int(used.max()) > MAX_LABEL:
+        return False
+    if used[0] != 0:
+        return True
+    rgba = np.asarray(img.convert("RGBA"))[idx == 0]
+    return bool(np.all((rgba[:, :3].max(axis=1) <= _BLACK_TOLERANCE) | (rgba[:, 3] == 0)))
 
 
 def _check_label_values(values: np.ndarray) -> np.ndarray:
@@ -158,14 +187,21 @@ def _check_label_values(values: np.ndarray) -> np.ndarray:
     if lo < 0:
         raise InvalidInputError(f"scribble values must be label ids 0..{MAX_LABEL}, found {lo}")
     if hi > MAX_LABEL:
+        share = float(np.mean(v > MAX_LABEL))
+        if share > _MAX_STROKE_SHARE:
+            raise InvalidInputError(
+                f"{share:.0%} of the pixels are above {MAX_LABEL}: this looks like a photo, "
+                f"not scribbles (label ids 0..{MAX_LABEL}, or colour strokes on black or "
+                "transparency)")
         raise InvalidInputError(
             f"scribble values must be label ids 0..{MAX_LABEL}, found {hi} (is this a colour "
             f"stroke image saved as greyscale? draw labels with values 1..{MAX_LABEL})")
     return v.astype(np.int32)
 
 
-def _labels_from_colors(rgba: np.ndarray) -> np.ndarray:
-    """Label map from an ``(H, W, 4)`` uint8 colour-stroke image (rules in read_scribbles)."""
+def _labels_from_colors(rgba: np.ndarray, lossy: bool = False) -> np.ndarray:
+    """Label map from an ``(H, W, 4)`` uint8 colour-stroke image (rules in read_scribbles);
+    ``lossy``: the file was a JPEG (colours blurred across ~2 px)."""
     rgb = rgba[..., :3]
     opaque = rgba[..., 3] >= _ALPHA_THRESHOLD
     if np.all(rgb[..., 0] == rgb[..., 1]) and np.all(rgb[..., 1] == rgb[..., 2]) \
@@ -175,17 +211,40 @@ def _labels_from_colors(rgba: np.ndarray) -> np.ndarray:
     labels = np.zeros(rgb.shape[:2], dtype=np.int32)
     if not stroke.any():
         return labels
-    colors = _stroke_colors(rgb, stroke)
+    _refuse_a_photo(stroke)
+    colors, n_interior = _stroke_colors(rgb, stroke)
+    if lossy and len(colors) > n_interior:
+        raise InvalidInputError(
+            f"{len(colors) - n_interior} of the {len(colors)} stroke colours appear only in "
+            "strokes thinner than ~5 px, whose colours JPEG blurs into their neighbours' and "
+            "the background's (two colours could read as one, or a blend as a new one); save "
+            "the scribbles as PNG, or paint strokes at least 5 px wide")
     P = rgb[stroke].astype(np.float64)                       # stroke pixels in raster order
     dist = np.stack([_shade_distance(P, c) for c in colors], axis=1)   # (m, n_colours)
     nearest = dist.argmin(axis=1)
     ok = dist[np.arange(len(P)), nearest] <= _COLOR_TOLERANCE
+    if np.mean(~ok) > _MAX_UNEXPLAINED:      # a dark photo: most "strokes" fit no colour
+        raise InvalidInputError(
+            f"{np.mean(~ok):.0%} of the non-black pixels match none of the {len(colors)} "
+            "stroke colours found: this looks like a photo, not colour strokes on black or "
+            "transparency")
     ids = _color_ids(colors, nearest, ok)
     labels[stroke] = np.where(ok, ids[nearest], 0)
     return labels
 
 
-def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray) -> list[np.ndarray]:
+def _refuse_a_photo(stroke: np.ndarray) -> None:
+    """Strokes are painted on black or transparency: an image whose pixels are mostly
+    neither is a photo (bundled samples: 83–100%; stroke files: under 25%)."""
+    share = float(stroke.mean())
+    if share > _MAX_STROKE_SHARE:
+        raise InvalidInputError(
+            f"{share:.0%} of the pixels are neither black nor transparent: this looks like a "
+            "photo, not scribbles (label ids 0..9, or colour strokes on black or "
+            "transparency)")
+
+
+def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray) -> tuple[list[np.ndarray], int]:
     """The painted colours of a colour-stroke image (rules 3–4 of :func:`read_scribbles`).
 
     First from the strokes' interiors (:func:`_interior`), where neither anti-aliasing nor
@@ -196,11 +255,12 @@ def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray) -> list[np.ndarray]:
     core = _interior(rgb, stroke)
     colors: list[np.ndarray] = []
     _add_colors(colors, rgb[core].astype(np.float64), _MIN_COLOR_SHARE * core.sum())
+    n_interior = len(colors)
     bright = np.zeros_like(stroke)
     bright[stroke] = rgb[stroke].max(axis=1) >= _BRIGHT
     _add_colors(colors, rgb[bright].astype(np.float64), _MIN_THIN_SHARE * bright.sum(),
                 rgb=rgb, stroke=stroke, where=bright)
-    return colors
+    return colors, n_interior
 
 
 def _add_colors(colors: list[np.ndarray], P: np.ndarray, min_count: float, *,
