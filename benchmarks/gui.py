@@ -360,6 +360,7 @@ def big_photo(app: Any, tmp: Path, args: argparse.Namespace) -> None:
     def fill() -> None:
         QTest.keyClick(win.canvas, Qt.Key.Key_G)  # the fill tool
         pos = win.canvas.mapFromScene(seed[0] + 0.5, seed[1] + 0.5)
+        clicks.append(time.perf_counter())
         QTest.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
                          Qt.KeyboardModifier.NoModifier, pos)
 
@@ -374,8 +375,10 @@ def big_photo(app: Any, tmp: Path, args: argparse.Namespace) -> None:
 
     idle()
     win.select_label(1)
+    clicks: list[float] = []
     edit_step(f"fill (G, click on the largest region, {len(ys) / shown.size:.0%} of the "
               "image)", fill)
+    feedback("the fill's click", clicks[-1], busy_paints, win.progress)
     edit_step("undo the fill (Ctrl+Z)", keys(Qt.Key.Key_Z, ctrl))
     edit_step("redo the fill (Ctrl+Shift+Z)", keys(Qt.Key.Key_Z, ctrl | shift))
     edit_step("clear all strokes (Ctrl+Delete)", keys(Qt.Key.Key_Delete, ctrl))

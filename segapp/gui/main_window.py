@@ -263,6 +263,7 @@ class MainWindow(QMainWindow):
         doc.exporter.finished.connect(lambda _r: self.status.export_done())
         self.cancel_export_button.clicked.connect(doc.exporter.cancel)
         doc.loader.progress.connect(self.status.load_progress)
+        doc.editor.progress.connect(self.status.edit_progress)
         doc.saver.progress.connect(lambda _i, n, text: n and self.show_info(f"{text}…"))
         self.cancel_load_button.clicked.connect(doc.loader.cancel)
 

@@ -99,6 +99,8 @@ class StatusWidgets:
         for w in (self.load_bar, self.cancel_load_button, self.export_bar, self.cancel_export_button, self.progress, self.time_label,
                   self.zoom_label):
             window.statusBar().addPermanentWidget(w)
+        self._solving = False
+        self._editing = ""  # the whole-map edit being prepared ("Filling a region"), if any
 
     def load_progress(self, step: int, steps: int, text: str) -> None:
         """A file is being opened (``steps`` > 0) at ``step`` of ``steps``, or none is."""
@@ -112,9 +114,23 @@ class StatusWidgets:
             self.window.statusBar().showMessage(f"{text}…")
 
     def busy(self, busy: bool) -> None:
-        self.progress.setVisible(busy)
+        """A solve is pending or running (or not)."""
+        self._solving = busy
+        self._show_busy()
         if busy:
             self.time_label.setText("segmenting…")
+
+    def edit_progress(self, _step: int, steps: int, what: str) -> None:
+        """A fill, clear or big undo is being prepared (``steps`` > 0) or none is: the same
+        busy indicator from the click on, not only once the edit is applied and solved."""
+        self._editing = what if steps > 0 else ""
+        self._show_busy()
+        if self._editing:
+            self.window.statusBar().showMessage(f"{self._editing}…", 8000)
+
+    def _show_busy(self) -> None:
+        self.progress.setVisible(self._solving or bool(self._editing))
+        self.progress.setToolTip(self._editing or "Segmenting")
 
     def export_progress(self, done: int, total: int, what: str) -> None:
         self.export_bar.setRange(0, max(total, 1))

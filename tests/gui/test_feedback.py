@@ -99,3 +99,22 @@ def test_the_brush_ring_shows_on_light_and_dark_photos_and_the_fill_tool_has_one
     qtbot.mouseMove(canvas.viewport(), canvas.mapFromScene(62, 45))
     width_on_screen = ring.rect().width() * canvas.zoom
     assert ring.isVisible() and 10 <= width_on_screen <= 20
+
+
+def test_a_fill_click_shows_the_busy_indicator_before_the_fill_is_applied(qtbot, window):
+    """Issue 23: after a fill's click nothing moved until the fill, prepared in the
+    background (0.2–1.5 s at 12 MP), was applied and its solve queued."""
+    win = window
+    segment(qtbot, win)
+    win.worker.wait_idle()
+    qtbot.waitUntil(lambda: not win.progress.isVisible())
+    key = win.state.stroke_key()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_G)
+    qtbot.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton,
+                     pos=win.canvas.mapFromScene(20, 80))
+    assert win.state.stroke_key() == key  # not applied yet: prepared off the GUI thread
+    assert win.progress.isVisible() and "Filling" in win.statusBar().currentMessage()
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        pass
+    qtbot.waitUntil(lambda: not win.progress.isVisible())
