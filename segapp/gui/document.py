@@ -512,6 +512,8 @@ class Document(QObject):
             self.window.show_error(f"{self.loader.what} is not finished yet; import the "
                                    "strokes when it is.")
             return False
+        if how not in (None, "Merge", "Replace"):
+            raise ValueError(f"how must be 'Merge', 'Replace' or None, got {how!r}")
         p = Path(path)
         how = how or self._merge_or_replace(p)
         if how == "Cancel":
@@ -744,9 +746,9 @@ class Document(QObject):
             else:
                 orphan.release()
             undo, redo = full.applied, len(full.steps) - full.applied
+            label = self.state.strokes.labels[self.state.label].name
             self.window.show_info(f"Restored your strokes on {image_path.name}: {summary}; "
-                                  f"{undo} undo and {redo} redo steps; painting label "
-                                  f"{self.state.label}")
+                                  f"{undo} undo and {redo} redo steps; painting {label}")
 
         def failed(message: str) -> None:
             orphan.release()

@@ -241,6 +241,11 @@ def _box_frame(box: BBox, values: np.ndarray | None, packed: bytes | None) -> by
         pack_map(values) if packed is None else packed)
 
 
+def _label(value: Any) -> int | None:
+    """A label id 1..MAX_LABELS from a frame, else None (the app's label is kept)."""
+    return value if isinstance(value, int) and 1 <= value <= MAX_LABELS else None
+
+
 def history_frames(steps: list[EditRecord], applied: int) -> bytes:
     """The frames that rebuild an undo history on top of :meth:`Recovered.origin`: every
     step as an edit, then the undone ones undone, newest first (worker thread: it packs
@@ -257,10 +262,9 @@ def _apply(rec: Recovered | None, kind: int, payload: bytes,
         meta = json.loads(payload[4:4 + n])
         h, w = (int(v) for v in meta["shape"])
         scribbles = np.frombuffer(zlib.decompress(payload[4 + n:]), np.uint8).reshape(h, w)
-        label = meta.get("label")
         return Recovered(Path(meta["image"]), scribbles.astype(np.int32),
                          [Label.from_dict(d) for d in meta["labels"]], dict(meta["settings"]),
-                         saved=not scribbles.any(), label=None if label is None else int(label))
+                         saved=not scribbles.any(), label=_label(meta.get("label")))
     if rec is None:
         return None
     if kind in (EDIT, UNDO, REDO):
@@ -277,7 +281,7 @@ def _apply(rec: Recovered | None, kind: int, payload: bytes,
         rec.edits += 1
         rec.saved = False
     elif kind == CURRENT:
-        rec.label = int(json.loads(payload)["label"])
+        rec.label = _label(json.loads(payload)["label"]) or rec.label
     elif kind == LABELS:
         rec.labels = [Label.from_dict(d) for d in json.loads(payload)]
         rec.saved = False

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segapp.annotation import AnnotationModel, default_labels
-from segapp.gui.journal import Journal, history_frames
+from segapp.gui.journal import CURRENT, Journal, history_frames
 from segapp.gui.state import AppState, History
 
 
@@ -191,7 +191,10 @@ def test_an_undo_the_journal_cannot_match_starts_the_history_there(tmp_path):
     journal.undo(rec1.bbox, rec1.old)  # a step from before the base
     rec3 = model.apply_stroke([(5, 1), (5, 9)], 3, 1.0)
     journal.edit(rec3.bbox, rec3.new)
+    journal.current(5)
+    journal._append(CURRENT, b'{"label": 42}')  # not a label: the one before stays
     journal.close()
     back = Journal.read(tmp_path / "j.sgj", history=True)
     np.testing.assert_array_equal(back.scribbles, model.scribbles)
     assert back.applied == 1 and len(back.steps) == 1 and back.steps[0].bbox == rec3.bbox
+    assert back.label == 5
