@@ -10,31 +10,33 @@ with the Laplacian's whole pattern (zeros where an edge touches a painted pixel)
 of an image; a stroke set ``F₀`` (the *base*) gets a numeric factor
 ``P Ã(F₀) Pᵀ = L Lᵀ`` (:class:`segapp.cholmod.Factor`).
 
-An edit changes the painted set to F; ``T = F ⊕ F₀`` (pixels painted or unpainted since the
-base). ``Δ = Ã(F) − Ã(F₀)`` is zero outside the rows and columns of T, so with
-``D = Δ[:, T]`` and ``E_T`` the columns of the identity at T,
+An edit changes the painted set to F. Against the base, N = F \ F₀ are newly painted and
+R = F₀ \ F unpainted. With ``u = L⁻¹ P b`` (b zero on N and R):
 
-.. math:: Δ = W M Wᵀ, \quad W = [E_T \; D], \quad
-          M = \begin{pmatrix} −Δ_{TT} & I \\ I & 0 \end{pmatrix}, \quad
-          M^{-1} = \begin{pmatrix} 0 & I \\ I & Δ_{TT} \end{pmatrix},
+* a newly painted pixel gets ``x = 0`` by a free multiplier μ on its row (``A₀ x = b + E μ``
+  with ``Eᵀx = 0``; the base matrix's coupling to it then multiplies zero). Only the pixels
+  of N with a still-unpainted neighbour (N's boundary Bd) need one: an interior pixel's row,
+  with zero right-hand side and only pinned or interior neighbours, already gives zero;
+* an unpainted pixel, whose row stood apart in the base, becomes an extra unknown ``x_R``
+  bordered onto the base system: ``A_FR`` couples it to the base's free pixels (non-zero only
+  on R's boundary Rb) and ``A_RR`` among themselves.
 
-a symmetric change of rank ≤ 2|T|, and the Sherman–Morrison–Woodbury formula gives the new
-solution exactly from the base factor:
+With ``V = [E_Bd  A_{·Rb}]``, ``Z = L⁻¹ P V`` and ``G = Zᵀ Z`` this is the symmetric system
 
-.. math:: x = Pᵀ L^{-T} (u − Z K^{-1} Zᵀ u), \quad u = L^{-1} P b, \quad Z = L^{-1} P W,
-          \quad K = M^{-1} + ZᵀZ.
+.. math:: \begin{pmatrix} −G_{BB} & G_{BR} \\ G_{RB} & A_{RR} − G_{RR} \end{pmatrix}
+          \begin{pmatrix} μ \\ x_R \end{pmatrix} =
+          \begin{pmatrix} Z_Bᵀ u \\ b_R − Z_Rᵀ u \end{pmatrix},
+          \qquad x = Pᵀ L^{-T} (u + Z_B μ − Z_R x_{Rb}),
 
-Each column of ``P W`` has a handful of entries, so ``Z``'s columns are non-zero only on the
-elimination-tree paths from those entries to the root (Gilbert's reach): a supernodal
-forward solve restricted to the supernodes on those paths (:func:`_reach_solve`) costs a small
-part of a full solve, and the whole update is one forward solve, the reach solves, a
-``2|T|``-square dense system and one backward solve. Measured (docs/architecture.md): a
-stroke of ~100 px costs ~0.05 s at 250K px where a numeric refactor costs ~0.5 s; beyond a
-rank that grows like ``√n`` the refactor is cheaper (:attr:`DirichletFactor.max_rank`).
-
-Removals are the same formula (T holds the unpainted pixels too), so erasing a stroke costs
-what painting it did; an edit past the crossover (a big fill, clearing a large label) is
-refactored.
+exact (the Sherman–Morrison–Woodbury identity in bordered form). Each column of ``P V`` has a
+handful of entries, so ``Z``'s columns are non-zero only on the elimination-tree paths from
+them to the root (Gilbert's reach): a supernodal forward solve restricted to the supernodes on
+those paths (:func:`_reach_solve`) costs a small part of a full solve. An edit is one forward
+solve, the reach solves, a dense system of ``|Bd| + |R|`` unknowns and one backward solve. A
+3-px stroke of ~100 px costs a fifth of a numeric refactor + solve at 250K px, a seventh at
+1.1M (``benchmarks/crossover.py``); past a border that grows like ``√n``
+(:attr:`DirichletFactor.max_rank`), many unpainted pixels (:data:`MAX_BORDER`) or a reach
+block above :data:`REACH_BYTES_PER_PIXEL`, the refactor is cheaper and is done instead.
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ from .ordering import grid_nested_dissection
 
 _trsm = la.get_blas_funcs("trsm", dtype=np.float64)
 
-#: Updates of rank 2|T| up to ``RANK_PER_SQRT_N · √n`` (at least 64) are applied by the
-#: Woodbury formula, larger ones by a numeric refactor (measured crossover: ~700 px at 250K,
-#: ~1,500 px at 1.1M; docs/architecture.md).
-RANK_PER_SQRT_N = 2.0
+#: Updates whose border (pinned boundary + unpainted boundary) is at most
+#: ``RANK_PER_SQRT_N · √n`` (at least 64) are applied from the base factor, larger ones by a
+#: numeric refactor (``benchmarks/crossover.py``: at 250K a 3-px stroke of 1,822 px — border
+#: 1,214 — still updated in 1.8 s against 2.7 s, 480 scattered pixels did not; 1.1M: a border
+#: of 1,597 updated in 4.6 s against 5.5 s; both under load).
+RANK_PER_SQRT_N = 2.5
 #: Unpainted pixels up to this many are bordered onto the base factor (a dense system of
 #: that size; clearing a label of ~1,000 px at 250K costs ~0.05 s that way), more refactor.
 MAX_BORDER = 2500
@@ -154,11 +158,11 @@ class DirichletFactor:
         if T.size == 0:
             x = self._factor.solve(b)
         else:
-            x = self._woodbury(fixed, T, b, token)
+            x = self._bordered_solve(fixed, T, b, token)
         self.timings["solve"] = time.perf_counter() - t
         return x
 
-    def _woodbury(self, fixed: np.ndarray, T: np.ndarray, b: np.ndarray,
+    def _bordered_solve(self, fixed: np.ndarray, T: np.ndarray, b: np.ndarray,
                   token: CancelToken) -> np.ndarray:
         """The module doc's bordered update for the changed pixels T (None-safe: refactors)."""
         t0 = time.perf_counter()
