@@ -63,6 +63,7 @@ class Recovered:
     #: them are in :attr:`scribbles`, the rest were undone and can be redone
     steps: list[EditRecord] = field(default_factory=list)
     applied: int = 0
+    _bytes: int = field(default=0, repr=False)  # of the records in steps (kept, not summed)
 
     def has_work(self) -> bool:
         """Strokes that would be lost without this journal."""
@@ -84,11 +85,13 @@ class Recovered:
 
     # -- rebuilding the undo history while replaying -----------------------------------------
     def _push(self, record: EditRecord) -> None:
+        self._bytes -= sum(r.nbytes for r in self.steps[self.applied:])
         del self.steps[self.applied:]
         self.steps.append(record)
         self.applied += 1
-        while sum(r.nbytes for r in self.steps) > HISTORY_BYTES and self.applied > 1:
-            self.steps.pop(0)
+        self._bytes += record.nbytes
+        while self._bytes > HISTORY_BYTES and self.applied > 1:
+            self._bytes -= self.steps.pop(0).nbytes
             self.applied -= 1
 
     def _step(self, box: BBox, values: np.ndarray, undo: bool) -> None:
@@ -99,7 +102,7 @@ class Recovered:
                 self.steps[i].old if undo else self.steps[i].new, values):
             self.applied = i if undo else i + 1
         else:
-            self.steps, self.applied = [], 0
+            self.steps, self.applied, self._bytes = [], 0, 0
 
 
 def _frame(kind: int, payload: bytes) -> bytes:

@@ -198,3 +198,26 @@ def test_an_undo_the_journal_cannot_match_starts_the_history_there(tmp_path):
     np.testing.assert_array_equal(back.scribbles, model.scribbles)
     assert back.applied == 1 and len(back.steps) == 1 and back.steps[0].bbox == rec3.bbox
     assert back.label == 5
+
+
+def test_the_rebuilt_history_is_bounded_in_bytes_newest_steps_kept(tmp_path,
+                                                                            monkeypatch):
+    from segapp.gui import journal as journal_module
+
+    monkeypatch.setattr(journal_module, "HISTORY_BYTES", 30_000)
+    model = AnnotationModel((100, 100))
+    journal = Journal(tmp_path / "j.sgj")
+    journal.start("img.png", model.scribbles, default_labels(), {})
+    records = []
+    for i in range(3000):
+        rec = model.apply_stroke([(i % 97, (i * 7) % 97), (i % 97 + 2, (i * 7) % 97)],
+                                 1 + i % 9, 1.0)
+        records.append(rec)
+        journal.edit(rec.bbox, rec.new)
+    journal.close()
+    back = Journal.read(tmp_path / "j.sgj", history=True)
+    np.testing.assert_array_equal(back.scribbles, model.scribbles)
+    assert sum(r.nbytes for r in back.steps) <= 30_000 < sum(r.nbytes for r in records)
+    assert back._bytes == sum(r.nbytes for r in back.steps)
+    assert back.steps[-1].bbox == records[-1].bbox  # the newest steps are kept
+    assert back.applied == len(back.steps)
