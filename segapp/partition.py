@@ -22,12 +22,12 @@ closest to it among the near-best ones (:func:`sweep_cut`) and anchored k-means 
 from its regions (:func:`stable_anchored_kmeans`), so that a stroke does not flip the answer
 between cuts of nearly equal cost.
 
-Degenerate roundings (issue 22): a painted component with little mass (a click: one or two
+Degenerate roundings (issue 22): a label painted with little mass (a click: one or two
 pixels at the working resolution) is held by no must-link clique, and cutting it off alone is
-often FAST-GE's cheapest cut (the shrinking bias of cut objectives). Such a component is
-re-rounded by the strokes' potentials, which the embedding carries
-(:func:`embedding_potentials`, :func:`reround_degenerate`); every other region keeps
-FAST-GE's rounding.
+often FAST-GE's cheapest cut (the shrinking bias of cut objectives). A label left with little
+more than its painted pixels is re-rounded (:func:`reround_degenerate`: the sweep again with
+the strokes' masses evened out, or the strokes' potentials, which the embedding carries,
+:func:`embedding_potentials`); where no label is degenerate FAST-GE's rounding stands.
 
 Confidence (issue 22): how far each pixel sits from the rounding's decision boundary, relative
 to how far the painted pixels sit (:func:`rounding_confidence`).
@@ -463,52 +463,21 @@ def embedding_potentials(V: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
     return V @ A[:-1] + A[-1]
 
 
-def degenerate_components(codes: np.ndarray, sets: list[np.ndarray], graph: sp.spmatrix
-                          ) -> list[tuple[int, np.ndarray]]:
-    """Painted components whose region holds little more than their own painted pixels.
+def degenerate_labels(codes: np.ndarray, sets: list[np.ndarray]) -> list[int]:
+    """Labels whose region holds little more than their own painted pixels.
 
-    A painted component of label a (a connected set of a's painted vertices) is degenerate
-    in a partition ``codes`` when the connected region of label a containing it — in the
-    graph restricted to edges whose two ends carry the same code — has fewer than ``√n``
-    unpainted vertices: less than a one-pixel-wide line across a square image of n pixels,
-    i.e. a region on the scale of the click itself, not of the image. (Measured on the
-    ring scenes of issue 22: the cut-off regions hold 0–30 unpainted pixels, the right
-    regions thousands.)
-
-    ``graph``: any matrix with the graph's sparsity pattern (its Laplacian). Returns
-    ``(a, region)`` pairs: the label index and the degenerate region's vertices.
+    Label a is degenerate in a partition ``codes`` (label indices 0..k−1) when fewer than
+    ``√n`` of its pixels are unpainted: less than a one-pixel-wide line across a square image
+    of n pixels, a region on the scale of the seed, not of the image. (Measured on the ring
+    scenes of issue 22: the cut-off regions hold 0–30 unpainted pixels, the right ones
+    thousands.) O(n).
     """
     n = codes.shape[0]
-    G = sp.csr_matrix(graph)
-    rows = np.repeat(np.arange(n, dtype=G.indices.dtype), np.diff(G.indptr))
-    painted_at = np.full(n, -1, np.int64)
-    for a, S in enumerate(sets):
-        painted_at[S] = a
-    # Regions: components of the graph restricted to same-code edges (each edge once).
-    cols = G.indices
-    region = _components(G, rows, (cols > rows) & (codes[rows] == codes[cols]))
-    unpainted = np.bincount(region, weights=(painted_at < 0).astype(float))
-    limit = np.sqrt(n)
-    # Painted components: components of the edges joining two pixels painted alike.
-    where = np.flatnonzero(painted_at >= 0)
-    Gp = G[where][:, where].tocsr()
-    rp = np.repeat(np.arange(where.size, dtype=Gp.indices.dtype), np.diff(Gp.indptr))
-    stroke = np.full(n, -1, np.int64)
-    stroke[where] = _components(Gp, rp, painted_at[where][rp] == painted_at[where][Gp.indices])
-    out = []
-    for a, S in enumerate(sets):
-        if not len(S):
-            continue
-        kept = codes[S] == a             # painted rows the partition gave their own label
-        for reg in np.unique(region[S[kept]]):
-            if unpainted[reg] < limit:
-                out.append((a, np.flatnonzero(region == reg)))
-        # a painted component none of whose pixels the partition gave to its label
-        held = np.unique(stroke[S[kept]])
-        lost = S[~kept & ~np.isin(stroke[S], held)]
-        if lost.size:
-            out.append((a, lost))
-    return out
+    painted = np.zeros(n, bool)
+    for S in sets:
+        painted[S] = True
+    counts = np.bincount(codes[~painted], minlength=len(sets))
+    return [a for a in range(len(sets)) if counts[a] < np.sqrt(n)]
 
 
 def _components(G: sp.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -537,7 +506,7 @@ def nondegenerate_sweep(x: np.ndarray, pencil: Pencil, constraints: Constraints
     seeds' size. Here every label's strokes weigh as *one* pixel of their mean weight,
     ``s_a → s_a / |S_a|``, so a click and a disc at the same place meet the same objective,
     and the minimum is taken over the prefixes with at least ``√n`` unpainted pixels on each
-    side (the scale of :func:`degenerate_components`), among the local minima of the ratio
+    side (the scale of :func:`degenerate_labels`), among the local minima of the ratio
     (over ±w positions, as :func:`sweep_cut`'s candidates) away from the ends of that range
     — a minimum at an end is the shrinking bias again, one step above the limit — or, if
     there is none, over the whole range. Returns the prefix mask, or None when no prefix
@@ -584,56 +553,43 @@ def nondegenerate_sweep(x: np.ndarray, pencil: Pencil, constraints: Constraints
 
 def reround_degenerate(codes: np.ndarray, V: np.ndarray, pencil: Pencil,
                        constraints: Constraints) -> np.ndarray:
-    """Re-round where a painted component holds little more than its own pixels (issue 22).
+    """Re-round a label whose region holds little more than its own pixels (issue 22).
 
     Why: a one-pixel cannot-link constraint makes cutting the pixel off alone the cheapest
     ratio cut (its degree against the cannot-link weight ``c d_i d_j``, while a boundary
     with a gap costs more the larger the image: the shrinking bias of cut objectives); a 5×5
     disc is cut off the same way once the gap costs more than the disc's perimeter.
 
-    Only a label degenerate as a whole is re-rounded: one holding fewer than ``√n``
-    unpainted pixels in all (a click cut off while its label holds a region elsewhere keeps
-    FAST-GE's rounding; see the comment in the code for why).
+    Only a label degenerate as a whole is re-rounded (:func:`degenerate_labels`). A click cut
+    off alone while its label holds a region elsewhere keeps FAST-GE's rounding: a global
+    re-sweep would move every other boundary, and the potentials' zone of a click among
+    many strokes can flood half the image (GrabCut 106024, click 16 of the click protocol:
+    IoU 0.861 → 0.162 when such clicks were re-rounded too).
 
-    1. Two labels: the embedding's vector ``V[:, 0]`` is swept again (:func:`nondegenerate_sweep`): the
-       same order and FAST-GE's ratio, with every label's strokes weighing as one pixel
-       (so the seeds' size does not matter), over the prefixes that separate the strokes
-       and leave at least ``√n`` unpainted pixels on each side.
-    2. A label still degenerate (k ≥ 3, or no prefix qualifies) gets the pixels whose largest potential is its label's
-       (:func:`embedding_potentials`: the random-walker rule ``argmax_b φ_b(i) = a``) and
-       that are connected to it through such pixels; pixels painted with another label
-       never change. A region the potentials also hold to the painted pixels (a small
+    1. Two labels: the embedding's vector ``V[:, 0]`` is swept again
+       (:func:`nondegenerate_sweep`): the same order and FAST-GE's ratio, with every
+       label's strokes weighing as one pixel (so the seeds' size does not matter), over the
+       prefixes that separate the strokes and leave at least ``√n`` unpainted pixels on
+       each side.
+    2. A label still degenerate (k ≥ 3, or no prefix qualifies) gets the pixels whose
+       largest potential is its label's (:func:`embedding_potentials`: the random-walker
+       rule ``argmax_b φ_b(i) = a``) and that are connected to its strokes through such
+       pixels; pixels painted with another label never change. A region the potentials also hold to the painted pixels (a small
        object outlined by a strong edge) stays as it was.
 
     Where nothing is degenerate, FAST-GE's rounding stands. Returns the new codes (a copy
     when anything changed); ``codes`` are label indices 0..k−1.
     """
     sets = constraints.sets
-    graph = pencil.L
-    found = degenerate_components(codes, sets, graph)
-    if not found:
-        return codes
-    # Only a label degenerate as a whole (its whole region little more than its strokes)
-    # is re-rounded. A click cut off while its label holds a region elsewhere is left as
-    # FAST-GE rounds it: a global re-sweep would move every other boundary, and the
-    # potentials' zone of a click among many strokes can flood half the image (GrabCut
-    # 106024, click 16 of the click protocol: IoU 0.861 → 0.162).
-    painted = np.zeros(codes.shape[0], bool)
-    for S in sets:
-        painted[S] = True
-    whole = [np.count_nonzero((codes == a) & ~painted) < np.sqrt(codes.shape[0])
-             for a in range(len(sets))]
-    found = [(a, region) for a, region in found if whole[a]]
+    found = degenerate_labels(codes, sets)
     if not found:
         return codes
     if len(sets) == 2:
         mask = nondegenerate_sweep(np.asarray(V, np.float64)[:, 0], pencil, constraints)
         if mask is not None:
             swept = mask.astype(np.int64)
-            swept = swept ^ 1 if np.mean(mask[sets[0]]) >= 0.5 else swept
-            codes = swept
-            found = [(a, region) for a, region in degenerate_components(codes, sets, graph)
-                     if np.count_nonzero((codes == a) & ~painted) < np.sqrt(codes.shape[0])]
+            codes = swept ^ 1 if np.mean(mask[sets[0]]) >= 0.5 else swept
+            found = degenerate_labels(codes, sets)
             if not found:
                 return codes
     Phi = embedding_potentials(V, sets)
@@ -641,21 +597,16 @@ def reround_degenerate(codes: np.ndarray, V: np.ndarray, pencil: Pencil,
     painted_at = np.full(codes.shape[0], -1, np.int64)
     for a, S in enumerate(sets):
         painted_at[S] = a
-    G = sp.csr_matrix(graph)
+    G = sp.csr_matrix(pencil.L)
     rows = np.repeat(np.arange(codes.shape[0], dtype=G.indices.dtype), np.diff(G.indptr))
     codes = codes.copy()
-    zones: dict[int, np.ndarray] = {}
-    for a, region in found:
-        if a not in zones:
-            mine = (best == a) & ((painted_at < 0) | (painted_at == a))
-            mine[sets[a]] = True
-            zone = _components(G, rows, (G.indices > rows) & mine[rows] & mine[G.indices])
-            zone[~mine] = -1
-            zones[a] = zone
-        zone = zones[a]
-        ids = np.unique(zone[region])
-        ids = ids[ids >= 0]
-        codes[np.isin(zone, ids)] = a
+    for a in found:
+        mine = (best == a) & ((painted_at < 0) | (painted_at == a))
+        mine[sets[a]] = True
+        zone = _components(G, rows, (G.indices > rows) & mine[rows] & mine[G.indices])
+        zone[~mine] = -1
+        ids = np.unique(zone[sets[a]])
+        codes[np.isin(zone, ids[ids >= 0])] = a
     return codes
 
 

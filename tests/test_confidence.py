@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import segapp
 from segapp.harmonic import stroke_potentials
 from segapp.methods.fastge import FastGE
-from segapp.partition import (degenerate_components, embedding_potentials,
-                              rounding_confidence)
+from segapp.partition import degenerate_labels, embedding_potentials, rounding_confidence
 
 from scenes import noisy_image
 
@@ -107,29 +105,18 @@ def test_embedding_potentials_are_the_random_walker_potentials():
     np.testing.assert_allclose(Phi, Y, atol=2e-3)
 
 
-def path_graph(n):
-    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], shape=(n, n))
-    return sp.csr_matrix(sp.diags(np.asarray(W.sum(1)).ravel()) - W)
-
-
-def test_degenerate_components_by_hand():
+def test_degenerate_labels_by_hand():
     n = 100                                      # √n = 10
-    L = path_graph(n)
     sets = [np.array([2]), np.array([50, 51])]
     codes = np.zeros(n, np.int64)
-    codes[45:60] = 1                              # label 1: 15 px, 13 unpainted ≥ 10: fine
-    assert degenerate_components(codes, sets, L) == []
-    codes[:] = 0
-    codes[48:55] = 1                              # 7 px, 5 unpainted < 10: degenerate
-    found = degenerate_components(codes, sets, L)
-    assert [a for a, _ in found] == [1]
-    np.testing.assert_array_equal(found[0][1], np.arange(48, 55))
+    codes[45:57] = 1                              # label 1: 12 px, 10 unpainted: fine
+    assert degenerate_labels(codes, sets) == []
+    codes[56] = 0                                 # 9 unpainted < 10: degenerate
+    assert degenerate_labels(codes, sets) == [1]
     codes[:] = 1
-    codes[0:20] = 0
-    codes[60:70] = 0                              # label 0 also owns an island without strokes
-    codes[51] = 0                                 # one painted pixel of label 1 given away: fine
-    assert degenerate_components(codes, sets, L) == []
-    codes[50] = 0                                 # the whole painted component given away
-    found = degenerate_components(codes, sets, L)
-    assert [a for a, _ in found] == [1]
-    np.testing.assert_array_equal(found[0][1], [50, 51])
+    codes[:12] = 0                                # label 0: 12 px, 11 unpainted: fine
+    codes[50] = 0                                 # a painted pixel given away: not counted
+    assert degenerate_labels(codes, sets) == []
+    codes[:] = 1
+    codes[2] = 0                                  # label 0 only its painted pixel
+    assert degenerate_labels(codes, sets) == [0]
