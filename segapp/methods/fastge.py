@@ -80,9 +80,9 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     # Issue 21: the harmonic potentials from a factor of the Dirichlet matrix updated per edit
     # (segapp.direct): a warm edit 0.17 s where CG took 0.72 s at 250K px (docs/architecture.md).
     Option("linear_solver", str, "auto", "harmonic: how the potentials are solved: auto = "
-           "directly (CHOLMOD, factored in the background after the first answer) where "
-           "installed, iteratively (AMG-preconditioned CG) until then or otherwise; direct = "
-           "factor at once; iterative = never factor", "solve",
+           "from a factor of the Dirichlet matrix updated per edit (CHOLMOD) where installed, "
+           "iteratively (CG with an AMG preconditioner) otherwise or until a large image's "
+           "factor is ready; direct = always from a factor; iterative = never factor", "solve",
            choices=("auto", "direct", "iterative")),
     Option("cg_tol", float, 1e-4, "harmonic: stop the potentials' CG at this relative "
            "residual", "solve", low=1e-12, high=0.5),
