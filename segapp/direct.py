@@ -65,9 +65,11 @@ RANK_PER_SQRT_N = 2.5
 MAX_BORDER = 2500
 #: ... and only while the reach solve's dense block stays under this many bytes per pixel.
 REACH_BYTES_PER_PIXEL = 64
-#: The direct solver is used up to this many bytes of factor per pixel (measured 590 B/px
-#: at 250K, ~700 at 1.1M); beyond it, or above :data:`MAX_PIXELS`, the iterative one.
+#: The direct solver is used up to this many pixels (its factor: 570–750 B/px measured from
+#: 44K to 1.1M px, growing like log n) and while the symbolic analysis says the factor fits
+#: :data:`MAX_FACTOR_BYTES`; beyond either, the iterative solver (0.9 KB/px) serves.
 MAX_PIXELS = 4_000_000
+MAX_FACTOR_BYTES = 3 * 2**30
 #: With ``linear_solver="auto"``, images up to this size are factored for their first solve
 #: too (a factor costs about what a cold AMG set-up + CG does there, and every answer of a
 #: session is then exact: a fresh session and an edited one agree to the last pixel);
@@ -106,6 +108,9 @@ class DirichletFactor:
         self._data = lower.data
         self._factor = cholmod.Factor(lower.indptr, lower.indices,
                                       grid_nested_dissection(shape, reach))
+        if self._factor.nbytes > MAX_FACTOR_BYTES:
+            raise SolverError(f"the factor would need {self._factor.nbytes / 2**30:.1f} GB "
+                              f"(budget {MAX_FACTOR_BYTES / 2**30:.0f} GB)")
         self.perm = self._factor.perm
         self.iperm = np.empty_like(self.perm)
         self.iperm[self.perm] = np.arange(n)
