@@ -46,8 +46,11 @@ __all__ = ["CHUNK", "RANK_TOL", "LANDMARK_OPTIONS", "Cancel", "check_cancel", "F
 #: and 8p² bytes per matrix (5000 landmarks: 200 MB, tens of seconds); coding on r nearest
 #: landmarks costs r(r+1)/2 passes over the n points.
 LANDMARK_OPTIONS: tuple[Option, ...] = (
+    # The highs bound the work (issue 23): dense p × p eigenproblems, O(p³). At 0.25 MP one
+    # landmark FAST-GE solve took 10.5 CPU-s with 2000 + 1000 stroke landmarks (SCACS 10.5);
+    # with 5000 it ran 134 s on the loaded 2-core machine.
     Option("n_landmarks", int, 1000, "landmarks p (the eigenproblems are p × p)", "setup",
-           low=2, high=5000),
+           low=2, high=2000),
     Option("landmark_selection", str, "kmeans", "landmarks drawn at random or as k-means "
            "centres of a sample", "setup", choices=("random", "kmeans")),
     Option("landmark_sample", int, 50_000, "points sampled for the k-means landmark selection",
@@ -63,7 +66,7 @@ LANDMARK_OPTIONS: tuple[Option, ...] = (
     Option("spatial_weight", float, 0.25, "weight of pixel position against colour in an "
            "image's features", "setup", low=0.0, high=100.0),
     Option("stroke_landmarks", int, 100, "painted pixels added to the landmarks (0: the "
-           "papers' landmarks alone)", "solve", low=0, high=5000),
+           "papers' landmarks alone)", "solve", low=0, high=1000),
     Option("kmeans_sample", int, 20_000, "rows k-means runs on (every other row goes to the "
            "nearest centre)", "solve", low=2, high=1_000_000),
     replace(SEED, stage="setup", help="random seed (landmarks, k-means starts)"),
@@ -184,7 +187,9 @@ class FeatureMethod(HasOptions, ABC):
     @classmethod
     def from_image(cls, image: np.ndarray, **options: Any) -> "LandmarkMethod":
         """Pixels as colour + scaled position feature vectors (see :mod:`segapp.landmarks`)."""
-        sw = resolve(cls.options, options, cls.name)["spatial_weight"]
+        resolved = resolve(cls.options, options, cls.name)
+        cls._check_together(resolved)      # before the features: they are the first work
+        sw = resolved["spatial_weight"]
         img = np.asarray(image)
         if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] not in (1, 3)):
             raise InvalidInputError(f"image must be (H, W) or (H, W, 3); got shape {img.shape}")
@@ -208,8 +213,14 @@ class FeatureMethod(HasOptions, ABC):
         self.shape = tuple(shape)
         self.timings: dict[str, float] = {}
 
+    @classmethod
+    def _check_together(cls, options: dict[str, Any]) -> None:
+        """Checks of set-up options that involve several of them (override); each option
+        checks itself. Runs before any work."""
+
     def _validate(self) -> None:
         """Checks that involve several options (override); each option checks itself."""
+        self._check_together(self.options)
 
     def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
                confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:

@@ -259,6 +259,67 @@ def test_solve_options_are_checked_per_update_too(method):
             assert msg.startswith(o.name)
 
 
+# -- issue 23: every declared range completes in bounded time, and is cancellable ------------
+#: (case, method, options, scribbles): the edges of the declared ranges (``n_landmarks`` ≤ 2000,
+#: ``stroke_landmarks`` ≤ 1000, ``n_partitions × n_landmarks`` ≤ 16000, ``sigma_scale`` ≥ 0.01)
+#: and what scribbles can be (50 labels, single pixels). At 0.25 MP these took 10–50 CPU-s
+#: (docs/methods.md); here, on IMG, each must finish well inside the bound and keep every
+#: painted pixel.
+RANGE_CASES = [
+    ("landmark 2000 + 1000 stroke landmarks", "landmark",
+     {"n_landmarks": 2000, "stroke_landmarks": 1000}, lambda: S),
+    ("scacs 2000 landmarks", "scacs", {"n_landmarks": 2000}, lambda: S),
+    ("scpc 5000 landmarks", "scpc", {"n_landmarks": 5000}, lambda: S),
+    ("ensemble 16 partitions", "ensemble", {"n_partitions": 16}, lambda: S),
+    ("ensemble 8 × 2000 landmarks", "ensemble", {"n_partitions": 8, "n_landmarks": 2000},
+     lambda: S),
+    ("landmark sigma_scale 0.01", "landmark", {"sigma_scale": 0.01}, lambda: S),
+    ("ensemble sigma_scale 0.01", "ensemble", {"sigma_scale": 0.01}, lambda: S),
+    ("landmark 50 labels", "landmark", {}, lambda: _many_strokes(50)),
+    ("ensemble 50 labels", "ensemble", {}, lambda: _many_strokes(50)),
+    ("ensemble single-pixel strokes", "ensemble", {},
+     lambda: S * (np.arange(S.size).reshape(S.shape) % 7 == 0)),
+]
+
+
+@pytest.mark.parametrize("method, options, scribbles", [c[1:] for c in RANGE_CASES],
+                         ids=[c[0] for c in RANGE_CASES])
+def test_declared_ranges_complete_in_bounded_time(method, options, scribbles):
+    s = scribbles()
+    t = time.process_time()
+    res = segapp.segment(IMG, s, method=method, **options)
+    assert time.process_time() - t < 60
+    painted = s > 0
+    assert np.array_equal(res.labels[painted], s[painted])
+
+
+@pytest.mark.parametrize("method, options", [
+    ("ensemble", {"n_partitions": 17}), ("ensemble", {"n_partitions": 8, "n_landmarks": 2001}),
+    ("ensemble", {"n_partitions": 9, "n_landmarks": 2000}), ("ensemble", {"n_partitions": 33}),
+    ("landmark", {"n_landmarks": 5000}), ("scacs", {"n_landmarks": 5000}),
+    ("landmark", {"stroke_landmarks": 5000}), ("scpc", {"n_landmarks": 5001}),
+])
+def test_beyond_the_ranges_is_refused_before_any_work(method, options, monkeypatch):
+    monkeypatch.setattr(segapp.landmarks, "ImageFeatures", _never)
+    msg = _one_line_invalid(lambda: segapp.Session(IMG, method, **options))
+    assert "n_landmarks" in msg or "n_partitions" in msg or "stroke_landmarks" in msg
+
+
+def test_a_long_ensemble_is_cancelled_promptly():
+    """Bounded also when the caller gives up: the app's cancel flag stops the base
+    partitions (each polls it) within seconds."""
+    import threading
+    from segapp.errors import Cancelled
+    big = np.kron(IMG, np.ones((4, 4, 1)))                 # 240 × 320
+    sess = segapp.Session(big, "ensemble", n_partitions=16)
+    flag = threading.Event()
+    threading.Timer(1.0, flag.set).start()
+    t = time.perf_counter()
+    with pytest.raises(Cancelled):
+        sess.update(np.kron(S, np.ones((4, 4), np.int64)), cancel=flag)
+    assert time.perf_counter() - t < 1.0 + 20
+
+
 # -- silently wrong before: now right ----------------------------------------------------------
 def test_a_label_sharing_a_coarse_pixel_is_kept():
     """Issue 12: 8×8 image, s[0,0]=1, s[0,1]=2, max_pixels=16 → 'only label 2 has strokes'."""

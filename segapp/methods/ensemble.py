@@ -62,11 +62,16 @@ from ..result import Segmentation
 from .landmark_fastge import OPTIONS as LFG_OPTIONS
 from .landmark_fastge import LandmarkFastGE
 
+#: Largest ``n_partitions × n_landmarks``: the base partitions run one after another, each a
+#: landmark FAST-GE whose cost grows as p³. At 0.25 MP: 16 × 1000 took 20 CPU-s, 8 × 2000
+#: 50 CPU-s; 64 × 1000 (the old high) ran over 150 s on the loaded 2-core machine (issue 23).
+MAX_LANDMARK_RUNS = 16_000
+
 #: Landmark FAST-GE's options for the base partitions (random landmarks: the partitions must
 #: differ), then the ensemble's. Each base partition is one landmark FAST-GE (bounded count).
 OPTIONS: tuple[Option, ...] = override(LFG_OPTIONS, landmark_selection={"default": "random"}) + (
-    Option("n_partitions", int, 8, "base partitions (landmark FAST-GE runs)", "setup",
-           low=1, high=64),
+    Option("n_partitions", int, 8, "base partitions (landmark FAST-GE runs; n_partitions × "
+           f"n_landmarks ≤ {MAX_LANDMARK_RUNS})", "setup", low=1, high=32),
     Option("projection_dim", int, None, "rows of the sparse random projection", "solve",
            low=1, high=1000, none_ok=True, none_means="min(k · n_partitions, 4k)"),
     Option("projection_nnz", int, 2, "non-zeros per column of the projection", "solve",
@@ -108,6 +113,16 @@ class ClusterEnsemble(FeatureMethod):
         o = self.options
         if o["projection_dim"] is not None and o["projection_dim"] < o["projection_nnz"]:
             raise InvalidInputError("projection_dim must be ≥ projection_nnz")
+        self._check_together(o)
+
+    @classmethod
+    def _check_together(cls, o: dict[str, Any]) -> None:
+        runs = o["n_partitions"] * o["n_landmarks"]
+        if runs > MAX_LANDMARK_RUNS:
+            raise InvalidInputError(
+                f"n_partitions × n_landmarks must be ≤ {MAX_LANDMARK_RUNS} (the base "
+                f"partitions' work), got {o['n_partitions']} × {o['n_landmarks']} = {runs}; "
+                "use fewer partitions or landmarks")
 
     def _base_seed(self, i: int) -> int:
         return int(np.random.default_rng([self.options["seed"], 2, i]).integers(2 ** 31))
