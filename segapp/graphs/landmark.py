@@ -433,6 +433,29 @@ class LandmarkBasis:
             M = self.T.T @ self.code.weighted_gram(rows, u) @ self.T
         return (M + M.T) / 2, self.set_sum(rows, u)
 
+    def sets_terms(self, sets: list[np.ndarray], weights: list[np.ndarray],
+                   coefs: list[np.ndarray]) -> list[np.ndarray]:
+        """``Σ_a c_a Φ_aᵀ diag(u_a) Φ_a`` for each coefficient vector ``c`` of ``coefs``.
+
+        The point sets (strokes) of fewer than p' points go through one product of all their
+        rows (``Φ_Sᵀ diag(w) Φ_S``, S = their union), computed once for every ``c``: with 50
+        labels that replaced 50 small products and 150 rank-one updates of p' × p' matrices
+        per landmark FAST-GE solve; larger sets use :meth:`set_terms`.
+        """
+        small = [a for a, S in enumerate(sets) if np.asarray(S).size < self.size]
+        out = [np.zeros((self.size, self.size)) for _ in coefs]
+        if small:
+            rows = np.concatenate([np.asarray(sets[a]) for a in small])
+            Phi = self.code.apply(self.T, rows=rows)                  # (s, p')
+            for M, c in zip(out, coefs):
+                w = np.concatenate([c[a] * np.asarray(weights[a], np.float64) for a in small])
+                M += Phi.T @ (Phi * w[:, None])
+        for a in sorted(set(range(len(sets))) - set(small)):
+            Ma, _ = self.set_terms(sets[a], weights[a])
+            for M, c in zip(out, coefs):
+                M += c[a] * Ma
+        return [(M + M.T) / 2 for M in out]
+
     def set_sum(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
         """``Φᵀu`` for weights ``u`` on the point set ``rows`` (zero elsewhere)."""
         return self.T.T @ self.code.weighted_sum(rows, u)

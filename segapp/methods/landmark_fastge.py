@@ -109,16 +109,15 @@ def fastge_pencil(basis, strokes: StrokeSets, weight: float) -> tuple[np.ndarray
     p = basis.size
     A = np.diag(1.0 - basis.lam)
     B = np.eye(p) / n - np.outer(basis.e, basis.e) / (n * n)
-    terms = [basis.set_terms(S, u) for S, u in zip(strokes.sets, strokes.weights)]
     s_a = np.array([u.sum() for u in strokes.weights])
     s = s_a.sum()
-    g_all = np.zeros(p)
-    for (M, g), sa in zip(terms, s_a):
-        A += weight * (sa * M - np.outer(g, g))
-        B += weight * (s - sa) * M
-        B += weight * np.outer(g, g)
-        g_all += g
-    B -= weight * np.outer(g_all, g_all)
+    # Σ_a s_a M_a and Σ_a (s − s_a) M_a (M_a = Φ_aᵀ diag(u_a) Φ_a), and Σ_a g_a g_aᵀ = G Gᵀ
+    MA, MB = basis.sets_terms(strokes.sets, strokes.weights, [s_a, s - s_a])
+    G = np.stack([basis.set_sum(S, u) for S, u in zip(strokes.sets, strokes.weights)], axis=1)
+    GG = G @ G.T
+    g_all = G.sum(axis=1)
+    A += weight * (MA - GG)
+    B += weight * (MB + GG - np.outer(g_all, g_all))
     return (A + A.T) / 2, (B + B.T) / 2
 
 
