@@ -562,8 +562,8 @@ def files(tmp_path, huge_png, request):
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "sock.png"))
     request.addfinalizer(sock.close)
-    (tmp_path / "heat").mkdir()
-    os.mkfifo(tmp_path / "heat" / "eigenvector_2.png")
+    (tmp_path / "fifoheat").mkdir()
+    os.mkfifo(tmp_path / "fifoheat" / "eigenvector_2.png")
     return tmp_path
 
 
@@ -600,7 +600,7 @@ CLI_CASES = [
     ("--overlay is a device (symlink to /dev/full)",
      lambda d: _seg(d, "--overlay", d / "full.png"), EXIT_OUTPUT, "device"),
     ("-o is a socket", lambda d: _seg(d, out="sock.png"), EXIT_OUTPUT, "socket"),
-    ("--heatmaps holds a FIFO", lambda d: _seg(d, "--heatmaps", d / "heat"), EXIT_OUTPUT,
+    ("--heatmaps holds a FIFO", lambda d: _seg(d, "--heatmaps", d / "fifoheat"), EXIT_OUTPUT,
      "FIFO"),
     # inputs that are not regular files would block (FIFO) or never end (device)
     ("image is a FIFO", lambda d: _seg(d, image="fifo.png"), EXIT_INPUT, "not a regular file"),
