@@ -578,3 +578,26 @@ def test_ctrl_c_exits_130_without_a_traceback_on_every_executor(tmp_path, execut
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.strip().splitlines()[-1].startswith("segapp batch: interrupted")
     read_report(out)          # written after the interrupt (the rows the client had received)
+
+
+def test_fifos_in_the_folders_are_neither_images_nor_scribbles(pairs, tmp_path):
+    """A FIFO named like an image or a scribble file would block its reader forever."""
+    import signal
+    os.mkfifo(pairs / "pipe.jpg")
+    os.mkfifo(pairs / "pipe_scribbles.png")
+    stem = find_pairs(pairs).pairs[0].stem
+    (pairs / f"{stem}_scribbles.png").rename(pairs / f"{stem}.png.bak")
+    os.mkfifo(pairs / f"{stem}_scribbles.png")
+
+    def blocked(*_):
+        raise TimeoutError("the batch blocked on a FIFO")
+    previous = signal.signal(signal.SIGALRM, blocked)
+    signal.alarm(120)
+    try:
+        result = run_batch(find_pairs(pairs), tmp_path / "out", progress=False)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    rows = {Path(r["image"]).name: r for r in result.rows}
+    assert "pipe.jpg" not in rows and rows[f"{stem}.jpg"]["status"] == "no_scribbles"
+    assert result.count("ok") == 5
