@@ -645,17 +645,16 @@ def rounding_confidence(codes: np.ndarray, V: np.ndarray, sets: list[np.ndarray]
         mass = np.bincount(codes, minlength=k).astype(float)
         C = np.stack([np.bincount(codes, weights=W[:, j], minlength=k) for j in range(W.shape[1])],
                      axis=1) / np.maximum(mass, 1.0)[:, None]
-        D = (np.einsum("ij,ij->i", W, W)[:, None] - 2 * W @ C.T
-             + np.einsum("aj,aj->a", C, C)[None, :])                     # n × k squared
+        # ‖u − c_b‖² − ‖u − c_a‖² = D_b − D_a with D_b = ‖c_b‖² − 2 u·c_b (‖u‖² cancels)
+        D = W @ (-2.0 * C.T)
+        D += np.einsum("aj,aj->a", C, C)[None, :]                          # n × k
         own = D[np.arange(n), codes]
-        h = np.full(n, np.inf)
-        for b in range(k):
-            if mass[b] == 0:
-                continue
-            sep = np.linalg.norm(C[codes] - C[b], axis=1)
-            other = codes != b
-            h[other] = np.minimum(h[other], (D[other, b] - own[other])
-                                  / np.maximum(2 * sep[other], 1e-300))
+        sep = np.sqrt(np.maximum(np.einsum("aj,aj->a", C, C)[:, None] - 2 * C @ C.T
+                                 + np.einsum("aj,aj->a", C, C)[None, :], 0.0))   # k × k
+        ratio = (D - own[:, None]) / np.maximum(2 * sep[codes], 1e-300)          # n × k
+        ratio[np.arange(n), codes] = np.inf
+        ratio[:, mass == 0] = np.inf
+        h = ratio.min(axis=1)
         h[~np.isfinite(h)] = 1.0
     conf = np.zeros(n)
     for a, S in enumerate(sets):
