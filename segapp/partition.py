@@ -641,29 +641,33 @@ def rounding_confidence(codes: np.ndarray, V: np.ndarray, sets: list[np.ndarray]
         elif hi1 <= lo0:
             h = np.abs(x - (hi1 + lo0) / 2)
     if h is None:
-        W = V if V.shape[1] == 1 else V / np.maximum(np.linalg.norm(V, axis=1), 1e-300)[:, None]
+        # single precision: a confidence map needs no more, and at 0.5 MP the n × k passes
+        # are memory-bound
+        W = V.astype(np.float32)
+        if W.shape[1] > 1:
+            W /= np.maximum(np.sqrt(np.einsum("ij,ij->i", W, W)), 1e-30)[:, None]
         mass = np.bincount(codes, minlength=k).astype(float)
         C = np.stack([np.bincount(codes, weights=W[:, j], minlength=k) for j in range(W.shape[1])],
                      axis=1) / np.maximum(mass, 1.0)[:, None]
+        cc = np.einsum("aj,aj->a", C, C)
+        sep = np.sqrt(np.maximum(cc[:, None] - 2 * C @ C.T + cc[None, :], 0.0))   # k × k
         # ‖u − c_b‖² − ‖u − c_a‖² = D_b − D_a with D_b = ‖c_b‖² − 2 u·c_b (‖u‖² cancels)
-        D = W @ (-2.0 * C.T)
-        D += np.einsum("aj,aj->a", C, C)[None, :]                          # n × k
-        own = D[np.arange(n), codes]
-        sep = np.sqrt(np.maximum(np.einsum("aj,aj->a", C, C)[:, None] - 2 * C @ C.T
-                                 + np.einsum("aj,aj->a", C, C)[None, :], 0.0))   # k × k
-        ratio = (D - own[:, None]) / np.maximum(2 * sep[codes], 1e-300)          # n × k
-        ratio[np.arange(n), codes] = np.inf
-        ratio[:, mass == 0] = np.inf
-        h = ratio.min(axis=1)
+        D = W @ (-2.0 * C.T).astype(np.float32)
+        D += cc.astype(np.float32)[None, :]                                    # n × k
+        D -= D[np.arange(n), codes][:, None]
+        D *= (0.5 / np.maximum(sep, 1e-30)).astype(np.float32)[codes]
+        D[np.arange(n), codes] = np.inf
+        D[:, mass == 0] = np.inf
+        h = D.min(axis=1)
         h[~np.isfinite(h)] = 1.0
-    conf = np.zeros(n)
+    ref = np.ones(k)
     for a, S in enumerate(sets):
-        mine = codes == a
-        ref = np.median(h[S]) if len(S) else 0.0
-        if not ref > 0:
-            ref = h[mine].max() if np.any(mine) else 1.0
-        conf[mine] = h[mine] / ref if ref > 0 else 1.0
-    conf = np.clip(conf, 0.0, 1.0)
+        r = float(np.median(h[S])) if len(S) else 0.0
+        if not r > 0:
+            mine = codes == a
+            r = float(h[mine].max()) if np.any(mine) else 1.0
+        ref[a] = r if r > 0 else 1.0
+    conf = np.clip(h / ref[codes], 0.0, 1.0)
     for S in sets:
         conf[S] = 1.0
     return conf.astype(np.float32)
