@@ -128,9 +128,9 @@ def test_the_working_resolution_reaches_the_session(qtbot, window):
 
 
 def type_into(qtbot, widget, text):
-    """As a person does: click the field, select what is there, type, press Enter."""
+    """As a person does: click the field, select what is there (Ctrl+A), type, press Enter."""
     qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
-    widget.selectAll()
+    qtbot.keyClick(widget, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
     qtbot.keyClicks(widget, text)
     qtbot.keyClick(widget, Qt.Key.Key_Return)
 
