@@ -445,14 +445,15 @@ def _as_palette(path: Path, how: str) -> None:
         pal = img.convert("P", palette=Image.Palette.ADAPTIVE, colors=32)
     elif how == "web":
         pal = img.convert("P", palette=Image.Palette.WEB)
-    else:                                # black is not index 0: index 0 is the first colour
-        pal = img.convert("P", palette=Image.Palette.ADAPTIVE, colors=32)
-        order = np.argsort(-np.asarray(pal.getpalette()[:96]).reshape(32, 3).max(axis=1),
-                           kind="stable")
-        remap = np.empty(32, np.uint8)
-        remap[order] = np.arange(32)
+    else:   # "reordered": black is not index 0; "few": 7 entries, black first (ids 0..6)
+        n = 7 if how == "few" else 32
+        pal = img.convert("P", palette=Image.Palette.ADAPTIVE, colors=n)
+        bright = np.asarray(pal.getpalette()[:3 * n]).reshape(n, 3).max(axis=1)
+        order = np.argsort(bright if how == "few" else -bright, kind="stable")
+        remap = np.empty(n, np.uint8)
+        remap[order] = np.arange(n)
         idx = remap[np.asarray(pal)]
-        palette = np.asarray(pal.getpalette()[:96]).reshape(32, 3)[order]
+        palette = np.asarray(pal.getpalette()[:3 * n]).reshape(n, 3)[order]
         pal = Image.fromarray(idx, mode="P")
         pal.putpalette(palette.ravel().tolist())
     pal.save(path.with_suffix(".png"))
@@ -469,6 +470,9 @@ COLOUR_CASES = [
                                 __import__("segapp.render").render.PALETTE.tolist()], 4,
      "adaptive"),
     ("palette PNG, 1 px strokes", [(255, 0, 0), (0, 0, 255)], 1, "adaptive"),
+    # indices 0..6 with black at 0 look like a label map, but the anti-aliased edges' shades
+    # would be labels of their own: read by colour
+    ("palette PNG, 7 entries, black index 0", [(255, 0, 0), (0, 0, 255)], 3, "few"),
 ]
 
 

@@ -76,9 +76,13 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
 
     Notes
     -----
-    * Greyscale (``1``, ``L``, ``LA``, ``I;16``, ``I``) and palette (``P``) images: the pixel
-      values (palette *indices* for ``P``) are the label ids. ``LA``: fully transparent pixels
-      are unlabelled.
+    * Greyscale (``1``, ``L``, ``LA``, ``I;16``, ``I``) images: the pixel values are the label
+      ids. ``LA``: fully transparent pixels are unlabelled. Palette (``P``) images whose
+      indices form a label map (all ≤ 9, index 0 black or transparent, no index the
+      anti-aliased edge of another's strokes) likewise use the indices; any other palette
+      image is read by its colours, as below (editors order palettes as they like).
+    * A photo is refused: more than 60% of its pixels are neither black nor transparent (or,
+      greyscale, above 9), or more than 30% of its non-black pixels fit no stroke colour.
     * Colour images (``RGB``, ``RGBA``, ...), e.g. strokes painted in an editor over black or a
       transparent layer:
 
@@ -101,14 +105,17 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
          order of first appearance in raster order (row by row, left to right).
 
       Anti-aliased PNG strokes of any width and JPEG strokes at least ~5 px wide read back
-      with their number of labels (``tests/test_bad_inputs.py``); thinner JPEG strokes of
-      similar colours may not. Check the label count the command line reports.
+      with their number of labels (``tests/test_bad_inputs.py``). In a JPEG, a colour found
+      only in strokes thinner than that (no interior) is refused with the reason: JPEG's
+      chroma subsampling blurs their colours into each other's and the background's, which
+      merged two painted colours into one label or made a blend a label of its own.
 
     Raises
     ------
     segapp.errors.InvalidInputError
-        Unreadable file, size different from ``shape`` (the message gives both sizes),
-        values outside 0..9, or more than 9 stroke colours.
+        Unreadable file or not a regular file, size different from ``shape`` (the message
+        gives both sizes), values outside 0..9, more than 9 stroke colours, a photo, or JPEG
+        colours found only in thin strokes.
     """
     want = None if shape is None else _check_shape(shape)
     p = _as_path(path, "the scribble file")
@@ -162,17 +169,71 @@ def _palette_is_label_map(img: Image.Image) -> bool:
     as PASCAL VOC's) rather than colour strokes saved with a palette (which an editor
     orders as it likes: black need not be index 0, red may be index 190).
 
-    Label map: every index used is at most :data:`MAX_LABEL`, and index 0, if used, is black
-    or transparent (the unlabelled background).
+    Label map: every index used is at most :data:`MAX_LABEL`, index 0, if used, is black or
+    transparent (the unlabelled background), and no index is the anti-aliased edge of
+    another's strokes (:func:`_edge_shade`: colour strokes quantised to a few palette entries,
+    whose edge shades would otherwise be labels of their own).
     """
     idx = np.asarray(img if img.mode == "P" else img.getchannel(0))
     used = np.unique(idx)
     if used.size == 0 or int(used.max()) > MAX_LABEL:
         return False
-    if used[0] != 0:
+    if used[0] == 0:
+        rgba = np.asarray(img.convert("RGBA"))[idx == 0]
+        if not np.all((rgba[:, :3].max(axis=1) <= _BLACK_TOLERANCE) | (rgba[:, 3] == 0)):
+            return False
+    if img.mode != "P":      # PA: the alpha channel's mode; its colours are not checked
         return True
-    rgba = np.asarray(img.convert("RGBA"))[idx == 0]
-    return bool(np.all((rgba[:, :3].max(axis=1) <= _BLACK_TOLERANCE) | (rgba[:, 3] == 0)))
+    palette = np.resize(np.asarray(img.getpalette() or [0, 0, 0], np.float64), (256, 3))
+    inner = _uniform_interior(idx)
+    labels = [int(i) for i in used if i != 0]
+    return not any(_edge_shade(idx, inner, palette, i, labels) for i in labels)
+
+
+def _edge_shade(idx: np.ndarray, inner: np.ndarray, palette: np.ndarray, i: int,
+                labels: list[int]) -> bool:
+    """Whether index ``i`` looks like the anti-aliased edge of another index's strokes: no
+    interior pixel, a visible colour within the merge tolerance of a brighter used colour's
+    shades, and most of its pixels next to that colour's pixels."""
+    mine = idx == i
+    c = palette[i]
+    if inner[mine].any() or c.max() <= _BLACK_TOLERANCE:
+        return False
+    for j in labels:
+        d = palette[j]
+        if j == i or np.linalg.norm(d) <= np.linalg.norm(c):
+            continue
+        if _shade_distance(c[None], d)[0] <= _merge_tolerance(c[None])[0] \
+                and np.mean(_grow(idx == j)[mine]) > 0.5:
+            return True
+    return False
+
+
+def _grow(mask: np.ndarray) -> np.ndarray:
+    """``mask`` dilated by one pixel (8-adjacency)."""
+    g = mask.copy()
+    g[1:] |= mask[:-1]
+    g[:-1] |= mask[1:]
+    out = g.copy()
+    out[:, 1:] |= g[:, :-1]
+    out[:, :-1] |= g[:, 1:]
+    return out
+
+
+def _uniform_interior(values: np.ndarray) -> np.ndarray:
+    """Pixels whose 8 neighbours all hold the same value as they do."""
+    inner = np.zeros(values.shape, bool)
+    if min(values.shape) < 3:
+        return inner
+    c = values[1:-1, 1:-1]
+    same = np.ones(c.shape, bool)
+    H, W = values.shape
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if dy or dx:
+                same &= values[1 + dy:H - 1 + dy, 1 + dx:W - 1 + dx] == c
+    inner[1:-1, 1:-1] = same
+    return inner
 
 
 def _check_label_values(values: np.ndarray) -> np.ndarray:
