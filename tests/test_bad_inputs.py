@@ -402,10 +402,11 @@ def test_the_command_line_says_which_painted_pixels_a_partition_moved(files, cap
     out = capsys.readouterr().out
     res = segapp.segment(io.read_image(files / "img.png"),
                          io.read_scribbles(files / "many.png"), method="ncut")
-    if min(res.stroke_agreement.values()) < 1:
-        assert "gave to other labels, kept as painted: label" in out
-    if res.unplaced_labels:
-        assert "could not place" in out
+    assert min(res.stroke_agreement.values()) < 1 and res.unplaced_labels   # the scene's point
+    assert "gave to other labels, kept as painted: label" in out
+    assert f"could not place (< 50% of their painted pixels): " \
+           f"{', '.join(map(str, res.unplaced_labels))}" in out
+    assert np.array_equal(np.asarray(Image.open(files / "out.png")), res.labels)
 
 
 def _colour_strokes(path: Path, width: int, fmt: str, colours, quality: int = 75) -> None:
