@@ -186,12 +186,21 @@ LIBRARY_CASES = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="needs one line in segapp/session.py (Session.update): "
-                   "segapp.inputs.check_callback(preview, 'preview')")
-def test_update_refuses_a_preview_that_is_not_callable():
-    """Issue 23: ``Session.update(preview=3)`` was accepted (or failed deep in the solve)."""
-    sess = segapp.Session(IMG)
-    _one_line_invalid(lambda: sess.update(S, preview=3))
+#: Issue 23 cases whose check belongs in ``segapp/session.py`` (not changed here): strict
+#: xfails, so the test says when the check is in and the mark must go.
+SESSION_CASES = [
+    ("update(preview=3)", lambda: segapp.Session(IMG).update(S, preview=3),
+     "Session.update: segapp.inputs.check_callback(preview, 'preview')"),
+    ("cluster ragged labels",
+     lambda: segapp.cluster([[1], [2, 0]], graph=np.ones((2, 2))),
+     "cluster: segapp.inputs.as_numeric_array(labels, 'labels') before np.asarray"),
+]
+
+
+@pytest.mark.parametrize("call", [pytest.param(c[1], id=c[0], marks=pytest.mark.xfail(
+    strict=True, reason=f"needs segapp/session.py: {c[2]}")) for c in SESSION_CASES])
+def test_session_bad_input_raises_invalid_input_error(call):
+    _one_line_invalid(call)
 
 
 @pytest.mark.parametrize("call, match", [c[1:] for c in LIBRARY_CASES],
