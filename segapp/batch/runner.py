@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,14 +203,15 @@ def _prepare_out_dir(out: Path, pairing: Pairing) -> None:
     except OSError as exc:
         raise SegappError(f"cannot create output folder {out}: "
                           f"{(exc.strerror or str(exc)).lower()}") from None
+    probe = out / f"{_PROBE}.{os.getpid()}.{secrets.token_hex(4)}"   # two batches, one folder
     try:
-        write_bytes_atomic(out / _PROBE, bytes(_PROBE_BYTES))   # permission, read-only, full
-        (out / _PROBE).unlink()
+        write_bytes_atomic(probe, bytes(_PROBE_BYTES))   # permission, read-only, disk full
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            (out / _PROBE).unlink()
         raise SegappError(f"cannot write into output folder {out}: "
                           f"{_reason(exc)}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
     inputs = {p.image.parent.resolve() for p in pairing.pairs + pairing.clashes}
     inputs |= {p.scribbles.parent.resolve() for p in pairing.pairs + pairing.clashes}
     if out.resolve() in inputs:
