@@ -158,8 +158,7 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
                    preserve_range=True).astype(np.float32)
     else:
         V = np.zeros((H, W, 0), np.float32)
-    conf = result.confidence
-    if conf is not None:
+    def enlarge_confidence(conf: np.ndarray) -> np.ndarray:
         if vectors:
             from skimage.transform import resize
             conf = resize(conf, (H, W), order=1, anti_aliasing=False, preserve_range=True)
@@ -167,7 +166,9 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
             conf = conf[yi[:, None], xi[None, :]]
         conf = np.clip(conf, 0.0, 1.0).astype(np.float32)
         conf[painted] = 1.0
+        return conf
+
+    result.map_confidence(enlarge_confidence)   # when first read
     result.labels = labels
     result.eigenvectors = V
-    result.confidence = conf
     return result

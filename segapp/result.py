@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -40,6 +41,8 @@ class Segmentation:
         relative to the painted pixels' (:func:`segapp.partition.rounding_confidence`);
         painted pixels are 1, the boundary 0. At the result's resolution (a working copy's
         is brought back to full resolution). None for methods that do not provide it.
+        Computed when first read (a method may hand a zero-argument function instead of the
+        array), so an edit's answer never waits for it.
     """
 
     labels: np.ndarray
@@ -51,7 +54,19 @@ class Segmentation:
     method: str = "fastge"
     stroke_agreement: dict[int, float] | None = None
     preview: bool = False
-    confidence: np.ndarray | None = None
+    confidence: np.ndarray | Callable[[], np.ndarray] | None = None
+
+    def map_confidence(self, fn: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Replace the confidence map by ``fn(map)``, still computed only when first read."""
+        c = self.__dict__.get("_confidence")
+        if c is not None:
+            self.__dict__["_confidence"] = lambda: fn(c() if callable(c) else c)
+
+    def __getstate__(self) -> dict:
+        """Pickled (process pools, Dask) with the confidence map computed: no function inside."""
+        state = dict(self.__dict__)
+        state["_confidence"] = self.confidence
+        return state
 
     @property
     def unplaced_labels(self) -> tuple[int, ...]:
@@ -78,3 +93,21 @@ class Segmentation:
         return (f"Segmentation(method={self.method!r}, {size}, labels {{{fr}}}, "
                 f"eigenvalues {np.array2string(np.asarray(self.eigenvalues), precision=3)}, "
                 f"timings [{stages}], {self.diagnostics!r})")
+
+
+def _get_confidence(self: Segmentation) -> np.ndarray | None:
+    c = self.__dict__.get("_confidence")
+    if callable(c):
+        c = c()
+        self.__dict__["_confidence"] = c
+    return c
+
+
+def _set_confidence(self: Segmentation, value) -> None:
+    self.__dict__["_confidence"] = value
+
+
+# A property over the dataclass field: the constructor's ``confidence=`` (an array or a
+# function giving it) goes through the setter; reading computes it once.
+Segmentation.confidence = property(_get_confidence, _set_confidence,  # type: ignore[assignment]
+                                   doc="See the class docstring (computed when first read).")
