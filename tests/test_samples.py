@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import os
 
 import numpy as np
 import pytest
+import showcase  # tests/showcase.py
 from PIL import Image
 
+import segapp
 from segapp import io, samples
 from segapp.errors import InvalidInputError
 
@@ -63,3 +66,34 @@ def test_installed_package_resources():
     res = importlib.resources.files("segapp.sample_images")
     assert res.joinpath(f"{samples.list_samples()[0]}.jpg").is_file()
     assert samples.samples_dir() == samples.sample_path().parent
+
+
+# -- the chelsea showcase (README's screenshot): strokes a person paints, a result a person takes
+def test_chelsea_scribbles_are_its_strokes():
+    """chelsea_scribbles.png is chelsea_strokes.txt drawn; SEGAPP_UPDATE_SAMPLES=1 redraws it."""
+    folder = samples.samples_dir()
+    path = samples.sample_scribbles_path("chelsea")
+    shape = io.read_image(samples.sample_path("chelsea")).shape[:2]
+    drawn = showcase.scribbles_from(folder / "chelsea_strokes.txt", shape)
+    if os.environ.get("SEGAPP_UPDATE_SAMPLES"):
+        Image.fromarray(drawn, mode="L").save(path, optimize=True)
+    with Image.open(path) as scr:
+        assert scr.mode == "L"
+        np.testing.assert_array_equal(np.asarray(scr), drawn)
+    strokes, names = showcase.read_strokes(folder / "chelsea_strokes.txt")
+    assert names == {showcase.BACKGROUND: "background", showcase.FUR: "fur",
+                     showcase.EYES: "eyes", showcase.NOSE: "nose"}
+    assert len(strokes) <= 15  # a few strokes per label, as a person paints
+    licence = (folder / "LICENSE.md").read_text(encoding="utf-8")
+    assert "| chelsea | 1 background, 2 fur, 3 eyes, 4 nose |" in licence
+
+
+def test_chelsea_showcase_is_segmented_as_a_person_expects():
+    """The bundled strokes with the default options (the app's Session, the CLI and batch's
+    segment): the whole face is cat (fur, eyes, nose; none background), the eyes, the nose
+    and the room are theirs. The old scribbles gave half of the face to the background."""
+    image = io.read_image(samples.sample_path("chelsea"))
+    scribbles = io.read_scribbles(samples.sample_scribbles_path("chelsea"), image.shape)
+    result = segapp.Session(image).update(scribbles)
+    assert showcase.faults(result.labels) == []
+    np.testing.assert_array_equal(result.labels[scribbles > 0], scribbles[scribbles > 0])
