@@ -21,7 +21,8 @@ import numpy as np
 from . import methods
 from .cancel import CancelLike, CancelToken
 from .errors import InvalidInputError, SolverError
-from .inputs import as_float_image, check_confidence, check_label_map
+from .inputs import (as_float_image, as_numeric_array, check_callback, check_confidence,
+                     check_label_map)
 from .options import check_solve, split
 from .resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
                          reduce_strokes, working_shape)
@@ -120,6 +121,7 @@ class Session:
         solve = {**self.solve_options,
                  **check_solve(methods.get(self.method_name).options, solve_options,
                                self.method_name)}
+        check_callback(preview, "preview")
         s = check_label_map(scribbles, self.shape)
         confidence = check_confidence(confidence, self.shape)
         cancel = CancelToken.of(cancel)  # callable, Event or token; every method polls it
@@ -265,7 +267,8 @@ def cluster(labels: np.ndarray, *, graph: Any = None, features: np.ndarray | Non
     Segmentation
         ``labels`` of shape (n,) carrying the given label ids.
     """
-    lab = np.asarray(labels) if isinstance(labels, (list, tuple, np.ndarray)) else labels
+    lab = (as_numeric_array(labels, "labels") if isinstance(labels, (list, tuple, np.ndarray))
+           else labels)
     if not isinstance(lab, np.ndarray) or lab.ndim != 1:
         raise InvalidInputError(f"labels must be a 1-D array (n,), got "
                                 f"{getattr(lab, 'shape', type(lab).__name__)}")

@@ -186,19 +186,15 @@ LIBRARY_CASES = [
 ]
 
 
-#: Issue 23 cases whose check belongs in ``segapp/session.py`` (not changed here): strict
-#: xfails, so the test says when the check is in and the mark must go.
+#: Issue 23 cases checked in ``segapp/session.py``.
 SESSION_CASES = [
-    ("update(preview=3)", lambda: segapp.Session(IMG).update(S, preview=3),
-     "Session.update: segapp.inputs.check_callback(preview, 'preview')"),
+    ("update(preview=3)", lambda: segapp.Session(IMG).update(S, preview=3)),
     ("cluster ragged labels",
-     lambda: segapp.cluster([[1], [2, 0]], graph=np.ones((2, 2))),
-     "cluster: segapp.inputs.as_numeric_array(labels, 'labels') before np.asarray"),
+     lambda: segapp.cluster([[1], [2, 0]], graph=np.ones((2, 2)))),
 ]
 
 
-@pytest.mark.parametrize("call", [pytest.param(c[1], id=c[0], marks=pytest.mark.xfail(
-    strict=True, reason=f"needs segapp/session.py: {c[2]}")) for c in SESSION_CASES])
+@pytest.mark.parametrize("call", [c[1] for c in SESSION_CASES], ids=[c[0] for c in SESSION_CASES])
 def test_session_bad_input_raises_invalid_input_error(call):
     _one_line_invalid(call)
 

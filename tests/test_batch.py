@@ -158,7 +158,8 @@ def test_serial_batch_matches_segment_and_writes_reports(pairs, tmp_path):
         assert row["status"] == "ok" and row["error"] == ""
         assert [int(x) for x in row["labels"].split()] == sorted(np.unique(got).tolist())
         assert (row["height"], row["width"]) == got.shape
-        assert row["iterations"] > 0 and row["converged"] is True and row["seconds"] > 0
+        # (0 iterations: the direct solve; CG steps otherwise)
+        assert row["iterations"] >= 0 and row["converged"] is True and row["seconds"] > 0
         assert row["worker_peak_mb"] > 0
     assert not list(out.glob(".*.tmp"))
 
@@ -407,10 +408,12 @@ from segapp import io, samples
 from segapp.batch.task import _malloc_for_large_arrays
 im = io.read_image(samples.sample_path("chelsea"))
 s = io.read_scribbles(samples.sample_scribbles_path("chelsea"), im.shape)
-segapp.segment(im[::4, ::4], s[::4, ::4])     # imports and caches first
+# NumPy's arrays are what the malloc setting is about: the iterative solve has nothing else
+# (the direct one's factor is faulted in once by CHOLMOD whatever the setting)
+segapp.segment(im[::4, ::4], s[::4, ::4], linear_solver="iterative")   # imports, caches
 with _malloc_for_large_arrays() if sys.argv[1] == "fix" else contextlib.nullcontext():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    segapp.segment(im, s)
+    segapp.segment(im, s, linear_solver="iterative")
     print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
