@@ -405,8 +405,16 @@ def reopen(app: Any, win: Any, tmp: Path, timeout: float) -> None:
     views = [w.canvas.viewport().grab().toImage() for w in (win, other)]
     a, b = (np.frombuffer(v.constBits(), np.uint8).reshape(v.height(), v.bytesPerLine())
             for v in views)
-    differ = int((a.reshape(a.shape[0], -1, 4) != b.reshape(b.shape[0], -1, 4)).any(-1).sum()) \
-        if a.shape == b.shape else -1
+    mask = (a.reshape(a.shape[0], -1, 4) != b.reshape(b.shape[0], -1, 4)).any(-1) \
+        if a.shape == b.shape else np.ones((1, 1), bool)
+    differ = int(mask.sum())
+    if differ:
+        ys, xs = np.nonzero(mask)
+        print(f"  differing screen pixels in x {xs.min()}–{xs.max()}, y {ys.min()}–{ys.max()}; "
+              f"brush ring shown in the first window: {win.canvas._cursor_item.isVisible()}")
+        if os.environ.get("SEGAPP_BENCH_DUMP"):  # both views, to look at
+            for v, name in zip(views, ("saved", "reopened")):
+                v.save(str(Path(os.environ["SEGAPP_BENCH_DUMP"]) / f"{name}.png"))
     labels = [np.asarray(w.state.shown.labels) for w in (win, other)]
     print(f"re-opened session: {differ} screen pixels differ; zoom {win.canvas.zoom:.4f} vs "
           f"{other.canvas.zoom:.4f}, scroll "
