@@ -28,7 +28,7 @@ import threading
 import time
 import traceback
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable
 
 import numpy as np
@@ -92,10 +92,16 @@ class Result:
 
 
 def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Result:
-    """Attach the heat maps' colour ranges (~0.3 s per vector at 12 MP) and the labels that
-    could not be placed: what the GUI thread must not compute (worker thread)."""
-    v = np.asarray(segmentation.eigenvectors)
-    vmax = tuple(render.robust_vmax(v[..., j]) for j in range(v.shape[-1])) if v.ndim == 3 \
+    """Attach the heat maps' colour ranges and the labels that could not be placed, and bring
+    the eigenvectors to full resolution: what the GUI thread must not compute (worker thread).
+
+    The colour ranges come from the working copy's vectors where there is one: the 99th
+    percentile of a 12 MP vector took 0.6 s each (idle machine), of the 0.5 MP one 0.02 s,
+    and the bilinear enlargement changes it by little."""
+    v = np.asarray(segmentation.eigenvectors)  # a working copy's are interpolated here
+    small = getattr(segmentation, "working_eigenvectors", None)
+    r = v if small is None else np.asarray(small)
+    vmax = tuple(render.robust_vmax(r[..., j]) for j in range(r.shape[-1])) if r.ndim == 3 \
         else ()
     return Result(segmentation, vmax, seconds, preview,
                   tuple(getattr(segmentation, "unplaced_labels", ())))
@@ -194,6 +200,8 @@ class _SolveJob(QRunnable):
             if previewed and previewed[0] > PREVIEW_MAX_SHARE * seconds:
                 self.cache.preview_slow = True
             result = make_result(seg, seconds)
+            # what the person waited for: the solve and the result made ready to show
+            result = replace(result, seconds=time.perf_counter() - t)
         except Cancelled:
             emit(self.signals.cancelled, req.generation, req.tag)
         except SegappError as exc:  # includes InvalidInputError, SolverError

@@ -189,3 +189,12 @@ def test_unexpected_exception_becomes_a_message(qtbot, worker, monkeypatch):
         worker.request(np.ones((20, 30), int), 1, "fastge", {}, debounce=False)
     assert blocker.args[0][1] == 1
     assert blocker.args[1] == "internal error (ZeroDivisionError: oops)"
+
+
+def test_heat_map_ranges_come_from_the_working_copy_when_there_is_one():
+    """At 12 MP the ranges of the enlarged vectors took 0.6 s each; the working copy's are
+    the same to within the interpolation, at 0.02 s."""
+    seg = fake_result(2)
+    seg.working_eigenvectors = np.full((10, 15, 1), 0.25, np.float32)
+    assert make_result(seg, 1.0).vmax == (0.25,)
+    assert make_result(fake_result(2), 1.0).vmax == (1.0,)  # zeros: no range, 1
