@@ -83,21 +83,21 @@ def main(argv: list[str] | None = None) -> int:
                 bb = b.copy()
                 bb[new] = 0.0
                 code_updates = d.can_update(new)
-                saved = d.max_rank, direct.MAX_BORDER
-                d.max_rank, direct.MAX_BORDER = 10**9, 10**9
+                saved = d.max_rank, d.max_border
+                d.max_rank, d.max_border = 10**9, 10**9
                 up = _Update.of(d, new, d.changed(new))
-                d.max_rank, direct.MAX_BORDER = saved
+                d.max_rank, d.max_border = saved
                 rank = up.m + up.R.size
                 upd, ref = [], []
                 for _ in range(a.repeat):
-                    saved = d.max_rank, direct.MAX_BORDER, direct.REACH_BYTES_PER_PIXEL
-                    d.max_rank, direct.MAX_BORDER, direct.REACH_BYTES_PER_PIXEL = 10**9, 10**9, 10**6
+                    saved = d.max_rank, d.max_border, direct.REACH_BYTES_PER_PIXEL
+                    d.max_rank, d.max_border, direct.REACH_BYTES_PER_PIXEL = 10**9, 10**9, 10**6
                     try:
                         t = time.perf_counter()
                         d.solve(new, bb)
                         upd.append(time.perf_counter() - t)
                     finally:
-                        d.max_rank, direct.MAX_BORDER, direct.REACH_BYTES_PER_PIXEL = saved
+                        d.max_rank, d.max_border, direct.REACH_BYTES_PER_PIXEL = saved
                     t = time.perf_counter()
                     d.factor(new)
                     d.solve(new, bb)

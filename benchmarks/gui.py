@@ -33,8 +33,15 @@ a window with that method opens the photo and imports the scribbles; the time fr
 to the full result on screen, and the solves the app started, next to ``segapp segment`` on
 the same files (its own wall time and its segmentation's total), run one after the other.
 
-Run: ``python benchmarks/gui.py`` (a few minutes on 2 cores); ``--parts methods`` or
-``--parts big`` for one half.
+Strokes (``--parts strokes``, issue 21): the ``coffee`` photo at 0.25 MP and at
+``--megapixels``; after the imported scribbles' first answer, ``--strokes`` (20) short strokes
+are painted with the mouse one after the other at places spread over the photo, labels in
+turn, each once the previous answer is on screen (a person looking at it). For each: the
+time from the release to the busy indicator's first paint and to the full answer's overlay
+on screen; the median and the worst are printed, with how the solver answered.
+
+Run: ``python benchmarks/gui.py`` (a few minutes on 2 cores); ``--parts methods``,
+``--parts big`` or ``--parts strokes`` for one part.
 """
 
 from __future__ import annotations
@@ -131,8 +138,10 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per step")
     ap.add_argument("--load", type=int, default=0, metavar="N",
                     help="busy-loop processes running meanwhile")
-    ap.add_argument("--parts", default="big,methods",
-                    help="comma-separated: big (the 12 MP photo), methods (app vs CLI)")
+    ap.add_argument("--parts", default="big,methods,strokes",
+                    help="comma-separated: big (the 12 MP photo), methods (app vs CLI), "
+                         "strokes (release → answer on screen, 0.25 MP and --megapixels)")
+    ap.add_argument("--strokes", type=int, default=20, help="strokes of the strokes part")
     ap.add_argument("--methods", default="fastge,landmark,ensemble,ccskl")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of the methods part")
     ap.add_argument("--xvfb", action="store_true",
@@ -164,6 +173,9 @@ def run(args: argparse.Namespace) -> None:
             big_photo(app, Path(tmp), args)
         if "methods" in parts:
             methods_vs_cli(app, Path(tmp), args.methods.split(","), args.timeout, args.repeat)
+        if "strokes" in parts:
+            for mp in (0.25, args.megapixels):
+                strokes_to_answer(app, Path(tmp) / f"strokes{mp:g}", mp, args)
 
 
 def wait(app: Any, done: Any, timeout: float) -> float:
@@ -235,6 +247,56 @@ def feedback(what: str, released: float, paints: list[float], widget: Any) -> No
     print(f"  feedback: busy indicator drawn {(after[0] - released) * 1000:.0f} ms after "
           f"{what}" if after else f"  feedback: busy indicator never drawn after {what} "
           f"(visible: {widget.isVisible()})")
+
+
+def strokes_to_answer(app: Any, tmp: Path, megapixels: float,
+                      args: argparse.Namespace) -> None:
+    """``args.strokes`` strokes, each from its release to its answer on screen (module doc)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from segapp.gui.main_window import MainWindow
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    photo, strokes = make_inputs(tmp, megapixels)
+    win = MainWindow(recovery_dir=tmp / "recovery")
+    win.resize(1200, 800)
+    win.show()
+    win.open_path(photo)
+    win.document.wait_loaded()
+    win.document.import_scribbles(strokes)
+    wait(app, lambda: shows_full_result(win), args.timeout)
+    h, w = win.model.shape
+    k = len(win.state.shown.segmentation.label_ids)
+    busy = event_times(win.progress, "Paint")
+    vp = win.canvas.viewport()
+    rng = np.random.default_rng(0)
+    to_busy, to_answer, how = [], [], []
+    for i in range(args.strokes):
+        win.select_label(1 + i % k)
+        y, x = rng.uniform(0.1, 0.9), rng.uniform(0.1, 0.8)
+        a = win.canvas.mapFromScene(x * w, y * h)
+        b = win.canvas.mapFromScene((x + 0.05) * w, (y + 0.01) * h)
+        QTest.mousePress(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, a)
+        for f in np.linspace(0.1, 1.0, 8):
+            QTest.mouseMove(vp, a + (b - a) * float(f))
+        released = time.perf_counter()
+        QTest.mouseRelease(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, b)
+        wait(app, lambda: shows_full_result(win), args.timeout)
+        answered = time.perf_counter()
+        after = [t for t in busy if t >= released]
+        to_busy.append(after[0] - released if after else float("nan"))
+        to_answer.append(answered - released)
+        how.append(getattr(win.state.shown.segmentation.diagnostics, "reason", ""))
+        wait(app, lambda: False, 0.3)                     # the person looks at it
+    direct = sum("direct" in r for r in how)
+    print(f"\n{args.strokes} strokes on {photo.name} ({w}×{h}, {w * h / 1e6:.2f} MP): "
+          f"release → busy indicator median {np.nanmedian(to_busy) * 1000:.0f} ms, worst "
+          f"{np.nanmax(to_busy) * 1000:.0f} ms; release → answer on screen median "
+          f"{np.median(to_answer):.2f} s, worst {np.max(to_answer):.2f} s; {direct} of "
+          f"{len(how)} answered by the direct solver")
+    win.choose = lambda *a: "Discard"
+    win.close()
 
 
 def big_photo(app: Any, tmp: Path, args: argparse.Namespace) -> None:

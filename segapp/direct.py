@@ -35,8 +35,9 @@ those paths (:func:`_reach_solve`) costs a small part of a full solve. An edit i
 solve, the reach solves, a dense system of ``|Bd| + |R|`` unknowns and one backward solve. A
 3-px stroke of ~100 px costs a fifth of a numeric refactor + solve at 250K px, a seventh at
 1.1M (``benchmarks/crossover.py``); past a border that grows like ``√n``
-(:attr:`DirichletFactor.max_rank`), many unpainted pixels (:data:`MAX_BORDER`) or a reach
-block above :data:`REACH_BYTES_PER_PIXEL`, the refactor is cheaper and is done instead.
+(:attr:`DirichletFactor.max_rank`), many unpainted pixels
+(:attr:`DirichletFactor.max_border`) or a reach block above :data:`REACH_BYTES_PER_PIXEL`,
+the refactor is cheaper and is done instead.
 """
 
 from __future__ import annotations
@@ -60,9 +61,11 @@ _trsm = la.get_blas_funcs("trsm", dtype=np.float64)
 #: 1,214 — still updated in 1.8 s against 2.7 s, 480 scattered pixels did not; 1.1M: a border
 #: of 1,597 updated in 4.6 s against 5.5 s; both under load).
 RANK_PER_SQRT_N = 2.5
-#: Unpainted pixels up to this many are bordered onto the base factor (a dense system of
-#: that size; clearing a label of ~1,000 px at 250K costs ~0.05 s that way), more refactor.
-MAX_BORDER = 2500
+#: Unpainted pixels up to ``BORDER_PER_SQRT_N · √n`` (at least 1,000) are bordered onto the
+#: base factor — a dense system of that size, O(m³), against a refactor that grows like
+#: n^1.5 — more are refactored (speed.py: erasing a 2,600-px stroke at 1.1M px was
+#: refactored in 3.0 s, 4.7× the added stroke, with a fixed bound of 2,500).
+BORDER_PER_SQRT_N = 4.0
 #: ... and only while the reach solve's dense block stays under this many bytes per pixel.
 REACH_BYTES_PER_PIXEL = 64
 #: The direct solver is used up to this many pixels (its factor: 570–750 B/px measured from
@@ -117,6 +120,7 @@ class DirichletFactor:
         #: The painted mask the numeric factor was made for (None before the first).
         self.base: np.ndarray | None = None
         self.max_rank = max(64, int(RANK_PER_SQRT_N * np.sqrt(n)))
+        self.max_border = max(1000, int(BORDER_PER_SQRT_N * np.sqrt(n)))
         self._supernodes: _Supernodes | None = None
         #: Seconds of the last analysis / factorization / update (diagnostics, benchmarks).
         self.timings: dict[str, float] = {"analyse": time.perf_counter() - t}
@@ -259,11 +263,11 @@ class _Update:
     @classmethod
     def of(cls, d: "DirichletFactor", fixed: np.ndarray, T: np.ndarray) -> "_Update | None":
         """The update's pieces, or None past :attr:`DirichletFactor.max_rank` /
-        :data:`MAX_BORDER` (then a refactor is cheaper)."""
+        :attr:`DirichletFactor.max_border` (then a refactor is cheaper)."""
         L = d.L
         now = fixed[T]
         N, R = T[now], T[~now]
-        if R.size > MAX_BORDER:
+        if R.size > d.max_border:
             return None
         ni, nc = _neighbours(L, N)
         open_ = np.zeros(N.size, dtype=bool)
