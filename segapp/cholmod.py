@@ -119,6 +119,8 @@ def _open() -> str | None:
     lib.cholmod_solve.restype = POINTER(_Dense)
     lib.cholmod_free_dense.argtypes = [POINTER(POINTER(_Dense)), c_void_p]
     lib.cholmod_free_factor.argtypes = [POINTER(POINTER(_Factor)), c_void_p]
+    lib.cholmod_copy_factor.argtypes = [POINTER(_Factor), c_void_p]
+    lib.cholmod_copy_factor.restype = POINTER(_Factor)
     _lib = lib
     return None
 
@@ -160,16 +162,9 @@ class Factor:
         self.n = n
         self._indptr = np.ascontiguousarray(indptr, dtype=np.int32)
         self._indices = np.ascontiguousarray(indices, dtype=np.int32)
-        self._common = ctypes.create_string_buffer(_COMMON_SIZE + 4096)
-        self._lock = threading.Lock()
         self._factor: ctypes._Pointer | None = None
+        self._start()
         lib = self._lib
-        lib.cholmod_start(self._common)
-        self._set("print", 0)                 # errors come back as exceptions, not prints
-        self._set("supernodal", _SUPERNODAL)  # dense panels: BLAS-3 speed, readable blocks
-        self._set("nmethods", 1)              # exactly the given order (no AMD/METIS trials)
-        self._set("method0_ordering", _GIVEN)
-        self._set("postorder", 1)
         user = np.ascontiguousarray(order, dtype=np.int32)
         A = self._sparse(np.zeros(self._indices.shape[0]))
         f = lib.cholmod_analyze_p(ctypes.byref(A), user.ctypes.data, None, 0, self._common)
@@ -181,6 +176,33 @@ class Factor:
             raise SolverError("CHOLMOD did not make a supernodal analysis")
         self.perm = _array(f.contents.Perm, np.int32, n).astype(np.int64)
         self.factored = False
+
+    def _start(self) -> None:
+        """A cholmod_common of this object's own (one per factor: one thread at a time each)."""
+        self._common = ctypes.create_string_buffer(_COMMON_SIZE + 4096)
+        self._lock = threading.Lock()
+        self._lib.cholmod_start(self._common)
+        self._set("print", 0)                 # errors come back as exceptions, not prints
+        self._set("supernodal", _SUPERNODAL)  # dense panels: BLAS-3 speed, readable blocks
+        self._set("nmethods", 1)              # exactly the given order (no AMD/METIS trials)
+        self._set("method0_ordering", _GIVEN)
+        self._set("postorder", 1)
+
+    def copy(self) -> "Factor":
+        """An independent copy (the analysis, and the numbers if any): a new factor can be
+        computed on it while this one still serves solves in another thread."""
+        new = Factor.__new__(Factor)
+        new._lib, new.n, new.perm = self._lib, self.n, self.perm
+        new._indptr, new._indices = self._indptr, self._indices
+        new._factor = None
+        new._start()
+        with self._lock:
+            f = self._lib.cholmod_copy_factor(self._factor, new._common)
+        if not f:
+            raise SolverError(f"CHOLMOD could not copy a factor (status {new._get('status')})")
+        new._factor = f
+        new.factored = self.factored
+        return new
 
     # -- cholmod_common fields -------------------------------------------------------------
     def _set(self, field: str, value: int) -> None:

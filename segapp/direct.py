@@ -109,46 +109,56 @@ class DirichletFactor:
         self._rows = lower.indices
         self._cols = np.repeat(np.arange(n, dtype=np.int32), np.diff(lower.indptr))
         self._data = lower.data
-        self._factor = cholmod.Factor(lower.indptr, lower.indices,
-                                      grid_nested_dissection(shape, reach))
-        if self._factor.nbytes > MAX_FACTOR_BYTES:
-            raise SolverError(f"the factor would need {self._factor.nbytes / 2**30:.1f} GB "
+        #: The analysis alone (never factored): every factor is a copy of it, so a new one
+        #: can be computed (in the background) while the last one still serves solves.
+        self._symbolic = cholmod.Factor(lower.indptr, lower.indices,
+                                        grid_nested_dissection(shape, reach))
+        if self._symbolic.nbytes > MAX_FACTOR_BYTES:
+            raise SolverError(f"the factor would need {self._symbolic.nbytes / 2**30:.1f} GB "
                               f"(budget {MAX_FACTOR_BYTES / 2**30:.0f} GB)")
-        self.perm = self._factor.perm
+        self.perm = self._symbolic.perm
         self.iperm = np.empty_like(self.perm)
         self.iperm[self.perm] = np.arange(n)
-        #: The painted mask the numeric factor was made for (None before the first).
-        self.base: np.ndarray | None = None
+        self._current: _Base | None = None
         self.max_rank = max(64, int(RANK_PER_SQRT_N * np.sqrt(n)))
         self.max_border = max(1000, int(BORDER_PER_SQRT_N * np.sqrt(n)))
-        self._supernodes: _Supernodes | None = None
         #: Seconds of the last analysis / factorization / update (diagnostics, benchmarks).
         self.timings: dict[str, float] = {"analyse": time.perf_counter() - t}
 
     # -- the base factor -------------------------------------------------------------------
+    @property
+    def base(self) -> np.ndarray | None:
+        """The painted mask the numeric factor was made for (None before the first)."""
+        cur = self._current
+        return None if cur is None else cur.base
+
     def factor(self, fixed: np.ndarray, cancel: CancelLike = None) -> None:
-        """Numerically factor ``Ã(fixed)`` and make ``fixed`` the base (GIL released)."""
+        """Numerically factor ``Ã(fixed)`` and make ``fixed`` the base (GIL released).
+
+        The new factor is computed on a copy of the analysis and swapped in when complete
+        (one attribute assignment): a solve running meanwhile in another thread finishes on
+        the factor it started with, as exactly.
+        """
         token = CancelToken.of(cancel)
         t = time.perf_counter()
         r, c = self._rows, self._cols
         data = self._data * ((r == c) | ~(fixed[r] | fixed[c]))
         token.check()
-        self.base = None
-        self._supernodes = None
-        self._factor.factorize(data)
-        self.base = np.array(fixed, dtype=bool, copy=True)
+        f = self._symbolic.copy()
+        f.factorize(data)
+        self._current = _Base(f, np.array(fixed, dtype=bool, copy=True))
         self.timings["factor"] = time.perf_counter() - t
 
     def reset(self) -> None:
         """Forget the base: the next :meth:`solve` factors its own strokes."""
-        self.base = None
-        self._supernodes = None
+        self._current = None
 
-    def changed(self, fixed: np.ndarray) -> np.ndarray:
+    def changed(self, fixed: np.ndarray, cur: "_Base | None" = None) -> np.ndarray:
         """The pixels painted or unpainted since the base (T)."""
-        if self.base is None:
+        cur = cur or self._current
+        if cur is None:
             return np.arange(self.n)
-        return np.flatnonzero(fixed != self.base)
+        return np.flatnonzero(fixed != cur.base)
 
     def can_update(self, fixed: np.ndarray) -> bool:
         """Whether ``fixed`` is within an update of the base (else :meth:`solve` refactors)."""
@@ -158,27 +168,28 @@ class DirichletFactor:
     def solve(self, fixed: np.ndarray, b: np.ndarray, cancel: CancelLike = None) -> np.ndarray:
         """``Ã(fixed)⁻¹ b``, exact: from the base factor, updated or refactored as needed."""
         token = CancelToken.of(cancel)
-        T = self.changed(fixed)
-        if self.base is None:
+        cur = self._current                   # one snapshot: a rebase may swap it meanwhile
+        if cur is None:
             self.factor(fixed, token)
-            T = T[:0]
+            cur = self._current
+        T = self.changed(fixed, cur)
         token.check()
         t = time.perf_counter()
         if T.size == 0:
-            x = self._factor.solve(b)
+            x = cur.factor.solve(b)
         else:
-            x = self._bordered_solve(fixed, T, b, token)
+            x = self._bordered_solve(cur, fixed, T, b, token)
         self.timings["solve"] = time.perf_counter() - t
         return x
 
-    def _bordered_solve(self, fixed: np.ndarray, T: np.ndarray, b: np.ndarray,
-                  token: CancelToken) -> np.ndarray:
+    def _bordered_solve(self, cur: "_Base", fixed: np.ndarray, T: np.ndarray, b: np.ndarray,
+                        token: CancelToken) -> np.ndarray:
         """The module doc's bordered update for the changed pixels T (None-safe: refactors)."""
         t0 = time.perf_counter()
         up = _Update.of(self, fixed, T)
         if up is None:
             return self._refactored_solve(fixed, b, token)
-        reach_rows, Z = _reach_solve(self.supernodes(), self.iperm[up.rows], up.cols, up.vals,
+        reach_rows, Z = _reach_solve(cur.supernodes(), self.iperm[up.rows], up.cols, up.vals,
                                      up.m, max_bytes=REACH_BYTES_PER_PIXEL * self.n)
         if Z is None:   # too wide a reach for an update: refactor instead
             return self._refactored_solve(fixed, b, token)
@@ -189,7 +200,7 @@ class DirichletFactor:
         b_R = B[up.R].copy()
         B[up.N] = 0.0           # the base system's rows there are pinned / kept apart
         B[up.R] = 0.0
-        U = self._factor.solve_L(B[self.perm])
+        U = cur.factor.solve_L(B[self.perm])
         token.check()
         zu = Z.T @ U[reach_rows]
         nb = up.Bd.size
@@ -202,7 +213,7 @@ class DirichletFactor:
                 from None
         mu, x_R = sol[:nb], sol[nb:]
         U[reach_rows] += Z[:, :nb] @ mu - Z[:, nb:] @ x_R[up.Rb]
-        y = self._factor.solve_Lt(U)
+        y = cur.factor.solve_Lt(U)
         x = np.empty_like(y)
         x[self.perm] = y
         x[up.R] = x_R
@@ -211,17 +222,27 @@ class DirichletFactor:
     def _refactored_solve(self, fixed: np.ndarray, b: np.ndarray,
                           token: CancelToken) -> np.ndarray:
         self.factor(fixed, token)
-        return self._factor.solve(b)
-
-    def supernodes(self) -> "_Supernodes":
-        if self._supernodes is None:
-            self._supernodes = _Supernodes(*self._factor.supernodes())
-        return self._supernodes
+        return self._current.factor.solve(b)
 
     @property
     def nbytes(self) -> int:
         """Memory held: the factor plus the Laplacian's lower pattern."""
-        return self._factor.nbytes + self._data.nbytes + self._rows.nbytes + self._cols.nbytes
+        cur = self._current
+        return ((cur.factor.nbytes if cur is not None else 0) + self._data.nbytes
+                + self._rows.nbytes + self._cols.nbytes)
+
+
+class _Base:
+    """One numeric factor and the painted mask it was made for (replaced, never changed)."""
+
+    def __init__(self, factor: cholmod.Factor, base: np.ndarray) -> None:
+        self.factor, self.base = factor, base
+        self._supernodes: _Supernodes | None = None
+
+    def supernodes(self) -> "_Supernodes":
+        if self._supernodes is None:
+            self._supernodes = _Supernodes(*self.factor.supernodes())
+        return self._supernodes
 
 
 def _neighbour_entries(L: sp.csr_matrix, T: np.ndarray) -> np.ndarray:

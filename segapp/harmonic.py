@@ -45,6 +45,7 @@ strokes still preconditions the new system (:class:`HarmonicSolver` keeps it).
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -250,6 +251,7 @@ class HarmonicSolver:
             else None)
         self._next: np.ndarray | None = None     # the painted mask prepare() factors for
         self._mode = "auto"                      # the last solve's linear_solver
+        self._building = threading.Lock()        # prepare() and a solve may both build it
 
     def _direct_usable(self) -> bool:
         if self.direct_unavailable is None and not direct.available():
@@ -258,13 +260,21 @@ class HarmonicSolver:
 
     def _build_direct(self) -> direct.DirichletFactor | None:
         """The per-image analysis (ordering + symbolic factor), once; None if it cannot be."""
-        if self.direct is None and self._direct_usable():
-            assert self.grid is not None
-            try:
-                self.direct = direct.DirichletFactor(self.L, *self.grid)
-            except (SolverError, MemoryError) as exc:
-                self.direct_unavailable = str(exc)
-        return self.direct
+        with self._building:
+            if self.direct is None and self._direct_usable():
+                assert self.grid is not None
+                try:
+                    self.direct = direct.DirichletFactor(self.L, *self.grid)
+                except (SolverError, MemoryError) as exc:
+                    self.direct_unavailable = str(exc)
+            return self.direct
+
+    def prepares_alongside(self) -> bool:
+        """Whether :meth:`prepare` can run while the next solve does: once a factor exists,
+        it computes the next one on a copy and swaps it in (:meth:`DirichletFactor.factor`),
+        and a solve uses whichever factor it started with — as exactly."""
+        d = self.direct
+        return d is not None and d.base is not None and self._mode != "iterative"
 
     def prepare(self, cancel: CancelLike = None) -> None:
         """Work for the *next* edit, done after this one's answer is shown (issue 21).
@@ -272,7 +282,8 @@ class HarmonicSolver:
         Builds the direct solver's analysis if needed and factors the Dirichlet matrix of the
         last solve's strokes, so the next edit is a small update of it. Nothing to do when the
         direct solver is off or unusable. The factorization (0.5 s at 250K px, 3–4 s at 1.1M)
-        releases the GIL; cancellation is checked between its steps.
+        releases the GIL; cancellation is checked between its steps. Once a factor exists
+        the next solve need not wait for this (:meth:`prepares_alongside`).
         """
         token = CancelToken.of(cancel)
         fixed = self._next

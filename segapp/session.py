@@ -125,7 +125,9 @@ class Session:
         s = check_label_map(scribbles, self.shape)
         confidence = check_confidence(confidence, self.shape)
         cancel = CancelToken.of(cancel)  # callable, Event or token; every method polls it
-        self.wait_prepared(cancel)
+        alongside = getattr(self._method, "prepares_alongside", None)
+        if not (alongside is not None and alongside()):
+            self.wait_prepared(cancel)   # else the background work goes on beside this solve
         t = time.perf_counter()
         # No preview when the method answers this edit from its factor: the answer itself
         # comes about as fast, and a preview that then moves misleads (issue 22 item 5).
@@ -158,8 +160,11 @@ class Session:
         strokes just solved, :meth:`segapp.harmonic.HarmonicSolver.prepare`).
 
         :meth:`update` starts this in a background thread after each answer (unless
-        :attr:`background` is False) and the next :meth:`update` waits for it to finish, so
-        the answers do not depend on timing. Methods with nothing to prepare do nothing.
+        :attr:`background` is False). The next :meth:`update` waits for it to finish unless
+        the method can solve alongside (FAST-GE once it has a factor: the new factor is
+        computed on a copy and swapped in, and a solve uses the one it started with — both
+        exact, so the answer does not depend on timing). Methods with nothing to prepare do
+        nothing.
         """
         fn = getattr(self._method, "prepare", None)
         if fn is not None:
@@ -169,11 +174,14 @@ class Session:
         if getattr(self._method, "prepare", None) is None:
             return
         self._prepare_error = None
+        previous = self._preparing
 
         def run() -> None:
             try:
+                if previous is not None:   # one preparation at a time, in order
+                    previous.join()
                 self.prepare()
-            except BaseException as exc:   # noqa: BLE001 — reported by the next update
+            except BaseException as exc:   # noqa: BLE001 — the next update solves without
                 self._prepare_error = exc
 
         self._preparing = threading.Thread(target=run, name="segapp-prepare", daemon=True)

@@ -138,6 +138,10 @@ class FastGE(GraphMethod):
         if self.harmonic is not None:
             self.harmonic.prepare(cancel)
 
+    def prepares_alongside(self) -> bool:
+        """Whether the next edit's solve may run while :meth:`prepare` still does."""
+        return self.harmonic is not None and self.harmonic.prepares_alongside()
+
     def prepared(self) -> bool:
         """Whether the next edit is answered from a factor (a fraction of a cold solve)."""
         h = self.harmonic
