@@ -75,9 +75,10 @@ class Segmentation:
     def unplaced_labels(self) -> tuple[int, ...]:
         """Label ids the method could not place: absent from ``labels``, or most of whose
         painted pixels it gave to other labels (only the unconstrained baseline does this)."""
-        present = set(np.unique(self.labels).tolist())
         agree = self.stroke_agreement or {}
-        return tuple(i for i in self.label_ids if i not in present or agree.get(i, 1.0) < 0.5)
+        # one comparison per label id, not np.unique (a sort: 0.2–0.8 s at 12 MP)
+        return tuple(i for i in self.label_ids
+                     if agree.get(i, 1.0) < 0.5 or not np.any(self.labels == i))
 
     @property
     def shape(self) -> tuple[int, ...]:
