@@ -30,6 +30,7 @@ from threadpoolctl import threadpool_limits
 from .constraints import confidence_weights, stroke_sets
 from .errors import InvalidInputError
 from .features import CHUNK, ArrayFeatures, Features, ImageFeatures
+from .cancel import CancelToken
 from .graphs.landmark import (RANK_TOL, Cancel, LandmarkBasis, SparseCode, StrokeRecoding,
                               add_stroke_landmarks, check_cancel, pick_stroke_pixels,
                               select_landmarks, sparse_code)
@@ -234,8 +235,11 @@ class FeatureMethod(HasOptions, ABC):
         """
         self._use_solve_options(solve_options)
         self._validate()
+        # Any cancel-like value (a callable, an Event, a token), as every method takes: the
+        # token is the callable the landmark code polls (issue 24: an Event raised TypeError).
+        token = CancelToken.of(cancel)
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._update(scribbles, cancel=cancel, confidence=confidence)
+            return self._update(scribbles, cancel=token, confidence=confidence)
 
     @abstractmethod
     def _update(self, scribbles: np.ndarray, *, cancel: Cancel,

@@ -166,12 +166,12 @@ class Session:
         exact, so the answer does not depend on timing). Methods with nothing to prepare do
         nothing.
         """
-        fn = getattr(self._method, "prepare", None)
+        fn = getattr(self._method, "prepare_next", None)
         if fn is not None:
             fn(cancel=cancel)
 
     def _start_preparing(self) -> None:
-        if getattr(self._method, "prepare", None) is None:
+        if getattr(self._method, "prepare_next", None) is None:
             return
         self._prepare_error = None
         previous = self._preparing

@@ -80,3 +80,28 @@ def test_every_method_stops_on_a_set_event_and_recovers(name):
     result = session.update(s, cancel=lambda: calls.append(1) and False)
     assert calls, "the solve never polled cancel"
     assert set(np.unique(result.labels)) <= {1, 2}
+
+
+# -- every method takes every cancel-like value (issue 24: an Event raised TypeError in the
+# landmark methods, which took only a bare callable) -------------------------------------------
+@pytest.mark.parametrize("name", ["fastge", "ncut", "ccskl", "landmark", "ensemble", "scacs",
+                                  "scpc"])
+def test_every_method_takes_an_event_a_callable_and_a_token(name):
+    import threading
+
+    from segapp import methods
+    from segapp.cancel import CancelToken
+    from segapp.errors import Cancelled
+
+    rng = np.random.default_rng(0)
+    img = np.clip(rng.random((30, 40)) * 0.3 + (np.arange(40) >= 20) * 0.5, 0, 1)
+    s = np.zeros((30, 40), int)
+    s[5, 3:10], s[25, 25:35] = 1, 2
+    method = methods.get(name).from_image(img)
+    for cancel in (threading.Event(), lambda: False, CancelToken(lambda: False), None):
+        assert method.update(s, cancel=cancel).labels.shape == s.shape
+    stop = threading.Event()
+    stop.set()
+    for cancel in (stop, lambda: True, CancelToken(lambda: True)):
+        with pytest.raises(Cancelled):
+            methods.get(name).from_image(img).update(s, cancel=cancel)

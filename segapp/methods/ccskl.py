@@ -339,7 +339,7 @@ class CCSKL(GraphMethod):
                                                      theta=self.options["amg_theta"], grid=grid)
         return self._harmonic
 
-    def prepare(self, cancel: CancelLike = None) -> None:
+    def prepare_next(self, cancel: CancelLike = None) -> None:
         """Work for the next edit after this one's answer: the potentials' factor."""
         if self._harmonic is not None:
             self._harmonic.prepare(cancel)

@@ -133,7 +133,7 @@ class FastGE(GraphMethod):
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
 
-    def prepare(self, cancel: CancelLike = None) -> None:
+    def prepare_next(self, cancel: CancelLike = None) -> None:
         """Work for the next edit, after this one's answer (:meth:`HarmonicSolver.prepare`)."""
         if self.harmonic is not None:
             self.harmonic.prepare(cancel)
