@@ -255,6 +255,30 @@ def label_layer(labels: np.ndarray, colors: ColorSpec = None,
     return out
 
 
+#: Pixels whose confidence is below this are marked by :func:`mark_unsure` (the area the
+#: "where to paint next" robot of benchmarks/quality.py strokes).
+UNSURE_BELOW = 0.5
+#: The mark: magenta and black diagonal stripes, 4 px each, visible over every palette colour.
+UNSURE_COLORS = np.array([[255, 0, 255, 255], [0, 0, 0, 255]], dtype=np.uint8)
+
+
+def mark_unsure(layer: np.ndarray, confidence: np.ndarray | None,
+                below: float = UNSURE_BELOW) -> np.ndarray:
+    """``layer`` (RGBA, in place) striped where ``confidence < below``: where to paint next.
+
+    ``confidence`` is :attr:`segapp.Segmentation.confidence` (None: nothing is marked).
+    """
+    if confidence is None:
+        return layer
+    h, w = layer.shape[:2]
+    for r0, r1 in _row_bands(h, w):
+        unsure = np.asarray(confidence[r0:r1]) < below
+        ys, xs = np.nonzero(unsure)
+        stripe = ((xs + ys + r0) // 4) % 2
+        layer[r0:r1][ys, xs] = UNSURE_COLORS[stripe]
+    return layer
+
+
 def composite(rgb: np.ndarray, layer: np.ndarray, opacity: float) -> np.ndarray:
     """Source-over blend of an RGBA layer (straight alpha) at ``opacity`` over uint8 RGB.
 

@@ -177,3 +177,19 @@ def test_banded_drawing_equals_whole_image_drawing(monkeypatch):
               render.heatmap(vec, 1.5), render.to_rgb8(img), render.label_layer(lab, None, True)]
     for a, b in zip(whole, banded):
         np.testing.assert_array_equal(a, b)
+
+
+def test_mark_unsure_stripes_exactly_the_pixels_below_the_threshold():
+    labels = np.ones((20, 30), int)
+    labels[:, 15:] = 2
+    conf = np.ones((20, 30), np.float32)
+    conf[5:9, 10:20] = 0.2
+    conf[12, 3] = 0.5                                     # not below: unmarked
+    layer = render.label_layer(labels)
+    before = layer.copy()
+    render.mark_unsure(layer, conf)
+    changed = np.any(layer != before, axis=-1)
+    marked = np.all(layer[..., :3] == (255, 0, 255), -1) | np.all(layer[..., :3] == 0, -1)
+    assert np.array_equal(marked, conf < render.UNSURE_BELOW)
+    assert changed[conf < 0.5].mean() > 0.4 and not changed[conf >= 0.5].any()
+    assert render.mark_unsure(before.copy(), None).tobytes() == before.tobytes()

@@ -73,6 +73,9 @@ SPECS: tuple[Spec, ...] = (
     _s("show_image", "Show &Image", "I", checkable=True),
     _s("boundaries", "&Boundaries Only", "D", checkable=True,
        tip="Draw only the region boundaries"),
+    _s("unsure", "Where to Paint &Next", "N", checkable=True,
+       tip="Stripe the pixels the segmentation is least sure of (closer to a boundary of its "
+           "rounding than to your strokes): a stroke there helps most"),
     _s("hide_heatmap", "Hide Eigenvector View", "Esc"),
     # Help
     _s("shortcuts", "&Keyboard Shortcuts", "F1"),
@@ -95,7 +98,7 @@ MENUS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
     ("&Paint", ("brush", "eraser", "fill", None, "unlabelled_only", "brush_screen", "bigger",
                 "smaller", None, *(f"label{i}" for i in range(1, MAX_LABELS + 1)))),
     ("&View", ("fit", "actual", "zoom_in", "zoom_out", None, "show_overlay", "show_strokes",
-               "show_image", "boundaries", "hide_heatmap", None, "@docks")),
+               "show_image", "boundaries", "unsure", "hide_heatmap", None, "@docks")),
     ("&Help", ("shortcuts", "about")),
 )
 EXPORT_MENU = ("export_labels", "export_masks", "export_overlay", "export_heatmaps", None,

@@ -51,7 +51,7 @@ class Display(QObject):
         worker.failed.connect(self._on_failed)
         state.events.image_changed.connect(self._on_image)
         state.watch(self.request, "method", "options")
-        state.watch(self.draw_overlay, "shown", "boundaries")
+        state.watch(self.draw_overlay, "shown", "boundaries", "unsure")
         state.watch(self.draw_heatmap, "heatmap")
         canvas.fillRequested.connect(self.fill)
         self._model: AnnotationModel | None = None
@@ -135,11 +135,18 @@ class Display(QObject):
             self.renderer.clear("overlay")
             return
         labels, colors, boundaries = shown.labels, self.state.colors(), self.state.boundaries
+        unsure, seg = self.state.unsure, shown.result.segmentation
         # kept by what it shows: the undo or redo of a stroke gets its overlay back at once
-        key = (shown.tag, shown.result.preview, tuple(sorted(colors.items())), boundaries)
-        # the function the exported overlay is drawn with (render.overlay = this + composite)
-        self.renderer.draw("overlay", lambda: render.label_layer(labels, colors, boundaries),
-                           key=key, source=labels)
+        key = (shown.tag, shown.result.preview, tuple(sorted(colors.items())), boundaries,
+               unsure)
+
+        def layer() -> Any:
+            # the function the exported overlay is drawn with (render.overlay = this +
+            # composite); the confidence map is computed here, in the renderer's thread
+            out = render.label_layer(labels, colors, boundaries)
+            return render.mark_unsure(out, getattr(seg, "confidence", None)) if unsure else out
+
+        self.renderer.draw("overlay", layer, key=key, source=labels)
 
     def draw_heatmap(self) -> None:
         index = self.state.heatmap

@@ -230,7 +230,7 @@ class MainWindow(QMainWindow):
     def _bind(self) -> None:
         """Each widget to one state field; everything else follows the state's events."""
         s, a = self.state, self.actions_by_name
-        for name in ("show_overlay", "show_strokes", "show_image", "boundaries",
+        for name in ("show_overlay", "show_strokes", "show_image", "boundaries", "unsure",
                      "unlabelled_only", "brush_screen"):
             bind(a[name], s, name)
         s.events.tool.connect(lambda t: a[t].setChecked(True))

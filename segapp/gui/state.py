@@ -258,6 +258,7 @@ class AppState:
     show_overlay = Field(True, bool)
     show_strokes = Field(True, bool)
     boundaries = Field(False, bool, "draw only the region boundaries")
+    unsure = Field(False, bool, "stripe where the answer is least sure: where to paint next")
     heatmap = Field(-1, int, "eigenvector shown full size over the image, -1 for none")
     shown = Field(None, doc="the Shown segmentation, or None")
     method = Field("fastge", str, "segmentation method")

@@ -420,3 +420,28 @@ def test_the_overlay_reaches_the_canvas_in_the_pixmaps_format_with_its_colours(q
     np.testing.assert_array_equal(alpha, expected[..., 3])
     opaque = expected[..., 3] == 255
     np.testing.assert_array_equal(qimage_to_rgb(image)[opaque], expected[..., :3][opaque])
+
+
+def test_where_to_paint_next_stripes_the_least_sure_pixels(qtbot, window):
+    """Issue 22 item 4: N stripes the pixels whose confidence is below 0.5 (and only them)."""
+    from segapp import render
+
+    win = window
+    segment(qtbot, win)
+    conf = win.state.shown.result.segmentation.confidence
+    assert conf is not None and conf.shape == (90, 120)
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
+        qtbot.keyClick(win.canvas, Qt.Key.Key_N)
+    assert win.state.unsure and win.actions_by_name["unsure"].isChecked()
+    shown = win.canvas._overlay_item.pixmap().toImage()
+    magenta = np.array([[tuple(shown.pixelColor(x, y).getRgb()[:3]) == (255, 0, 255)
+                         for x in range(120)] for y in range(90)])
+    unsure = conf < render.UNSURE_BELOW
+    assert not np.any(magenta & ~unsure)         # only unsure pixels are striped
+    if unsure.any():                             # about half of them in magenta
+        assert 0.3 < magenta[unsure].mean() < 0.7
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
+        qtbot.keyClick(win.canvas, Qt.Key.Key_N)
+    plain = win.canvas._overlay_item.pixmap().toImage()
+    assert not any(tuple(plain.pixelColor(x, y).getRgb()[:3]) == (255, 0, 255)
+                   for y in range(0, 90, 3) for x in range(0, 120, 3))
