@@ -66,7 +66,7 @@ def _resize_pair(image: np.ndarray, strokes: np.ndarray,
     """Image (area-averaged or bilinear) and strokes (no stroke lost) at ``shape``."""
     from skimage.transform import resize
 
-    from segapp.resolution import reduce_map
+    from segapp.inputs.resolution import reduce_map
     H, W = strokes.shape
     h, w = shape
     small = h * w < H * W

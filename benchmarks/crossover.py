@@ -1,11 +1,11 @@
 """Where a low-rank update of the base factor stops paying: update vs numeric refactor.
 
 On the ``coffee`` photo resized to 250K, 0.5M and 1.1M px (its scribbles as the base strokes),
-one :class:`segapp.direct.DirichletFactor` is factored once; then edits of growing size are
+one :class:`segapp.solve.direct.DirichletFactor` is factored once; then edits of growing size are
 solved (3 right-hand sides, as for 4 labels) both ways, interleaved:
 
 * **update**: :meth:`DirichletFactor.solve` from the base factor (the bordered low-rank
-  update of :mod:`segapp.direct`), forced even past the crossover the code uses;
+  update of :mod:`segapp.solve.direct`), forced even past the crossover the code uses;
 * **refactor**: a numeric factorization for the edited strokes, then a solve.
 
 Edits: ``paint`` a 3-px-wide horizontal stroke of growing length (only its boundary is
@@ -31,8 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.speed import SIZES, resized  # noqa: E402
-from segapp import direct, io, samples  # noqa: E402
-from segapp.direct import DirichletFactor, _Update  # noqa: E402
+from segapp import io, samples  # noqa: E402
+from segapp.solve import direct
+from segapp.solve.direct import DirichletFactor, _Update  # noqa: E402
 from segapp.graphs.image import image_graph  # noqa: E402
 
 

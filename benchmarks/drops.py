@@ -40,10 +40,10 @@ if __package__ in (None, ""):
 import segapp  # noqa: E402
 from benchmarks.quality import DROP, find_data, load  # noqa: E402
 from benchmarks.robot import Robot, paint  # noqa: E402
-from segapp.constraints import build_constraints  # noqa: E402
+from segapp.strokes.constraints import build_constraints  # noqa: E402
 from segapp.methods.fastge import FastGE  # noqa: E402
 from segapp.partition import ratio_cut  # noqa: E402
-from segapp.pencil import Pencil  # noqa: E402
+from segapp.solve.pencil import Pencil  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

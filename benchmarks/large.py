@@ -481,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     import segapp
-    from segapp.resolution import DEFAULT_MAX_PIXELS
+    from segapp.inputs.resolution import DEFAULT_MAX_PIXELS
     max_pixels = DEFAULT_MAX_PIXELS if a.max_pixels is None else (a.max_pixels or None)
     family = landmark_family()
     if a.quick:  # explicit options win

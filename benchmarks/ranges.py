@@ -2,7 +2,7 @@
 
 Each case runs ``segapp.segment`` on the coffee photo area-averaged to 0.25 MP in its own
 process (killed after ``--timeout`` seconds) and prints wall and CPU seconds; the ranges in
-``segapp/landmarks.py`` and ``segapp/methods/ensemble.py`` are what stays under a minute of CPU
+``segapp/methods/landmark_base.py`` and ``segapp/methods/ensemble.py`` are what stays under a minute of CPU
 (docs/methods.md, "Bounded work"). CPU seconds because the shared machine's load makes wall
 times 2–4× longer. Usage: ``python benchmarks/ranges.py [--timeout 240] [CASE ...]``.
 """
@@ -34,7 +34,7 @@ CASES: list[tuple[str, dict[str, Any], str, int]] = [
 def scene(kind: str, n_labels: int) -> tuple[np.ndarray, np.ndarray]:
     """The 0.25 MP coffee photo and ``n_labels`` strokes (20-px lines or single pixels)."""
     from segapp import io, samples
-    from segapp.resolution import reduce_image, working_shape
+    from segapp.inputs.resolution import reduce_image, working_shape
     img = io.read_image(samples.sample_path("coffee"))
     img = reduce_image(img, working_shape(img.shape[:2], 250_000))
     H, W = img.shape[:2]

@@ -8,8 +8,8 @@ cold segment), iterations, and the share of labels equal to a tightly converged 
 run. Variants:
 
 * ``harmonic`` — the strokes' harmonic potentials by block CG on the image Laplacian with
-  Dirichlet stroke rows, then Rayleigh–Ritz of the pencil (segapp/harmonic.py; the default);
-* ``segapp`` — block LOBPCG (segapp/lobpcg.py), one AMG V-cycle per iteration.
+  Dirichlet stroke rows, then Rayleigh–Ritz of the pencil (segapp/solve/harmonic.py; the default);
+* ``segapp`` — block LOBPCG (segapp/solve/lobpcg.py), one AMG V-cycle per iteration.
 
 Run ``python benchmarks/solvers.py`` (44K and 250K px, 4 labels); ``--sizes 44K`` for a quick
 look. Absolute times on a shared machine are noisy: compare ratios of one run.

@@ -5,7 +5,7 @@ copy) and 1.1M pixels — the sizes of the FAST-GE paper's Patras, Santorini and
 (§7.3) — with its scribbles resized by nearest neighbour; the 4-label case drops the sample's
 fifth label. For each size, label count and path — ``direct`` (``linear_solver="auto"``: the
 Dirichlet matrix factored once, each edit a low-rank update, the factor brought to the new
-strokes in the background; :mod:`segapp.direct`) and ``iterative`` (AMG-preconditioned CG with
+strokes in the background; :mod:`segapp.solve.direct`) and ``iterative`` (AMG-preconditioned CG with
 the hierarchy kept from edit to edit) — it times, in the order a person makes them:
 
 * **cold**: ``segapp.segment`` (graph, constraints, solve, k-means), best of ``--repeat``;
@@ -197,7 +197,7 @@ def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bo
     once per image, is reported apart). random_walker's first result is its whole solve, at the
     same working resolution (at 12 MP itself it needs minutes and gigabytes).
     """
-    from segapp.resolution import reduce_image, reduce_map
+    from segapp.inputs.resolution import reduce_image, reduce_map
     img, s = resized(image, scribbles, pixels)
     t = time.perf_counter()
     sess = segapp.Session(img)

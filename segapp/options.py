@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 import numpy as np
 
 from .errors import InvalidInputError
-from .resolution import DEFAULT_MAX_PIXELS
+from .inputs.resolution import DEFAULT_MAX_PIXELS
 
 Stage = Literal["setup", "solve"]
 STAGES: tuple[str, ...] = ("setup", "solve")
@@ -295,7 +295,7 @@ BASIC: frozenset[str] = frozenset({
     "n_partitions", "beta0", "n_eigenvectors", "n_neighbours"})
 
 #: The working resolution: a Session segments a larger image on a reduced copy of at most this
-#: many pixels (:mod:`segapp.resolution`); the app offers it for the methods that use it.
+#: many pixels (:mod:`segapp.inputs.resolution`); the app offers it for the methods that use it.
 MAX_PIXELS = Option("max_pixels", int, DEFAULT_MAX_PIXELS,
                     "working resolution: larger images are segmented on a reduced copy of at "
                     "most this many pixels (more: finer boundaries, slower)", "setup",

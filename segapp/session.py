@@ -7,7 +7,7 @@ warm-starting from the previous solution. :func:`segment` is the one-shot form.
 For FAST-GE a session's answer also depends on its edit history (``stable_refinement``, on by
 default): after an edit that only adds strokes, the cut closest to the previous answer among
 near-equal ones; strokes seen before (undo, redo) give back the answer given then
-(:mod:`segapp.answer_memory`). :func:`segment` has no history.
+(:mod:`segapp.methods.answer_memory`). :func:`segment` has no history.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import numpy as np
 from . import methods
 from .cancel import CancelLike, CancelToken
 from .errors import InvalidInputError, SolverError
-from .inputs import (as_float_image, as_numeric_array, check_callback, check_confidence,
+from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
                      check_label_map)
 from .options import check_solve, split
-from .resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
+from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
                          reduce_strokes, working_shape)
 from .result import Segmentation
 
@@ -44,7 +44,7 @@ class Session:
         One of :func:`segapp.available_methods`.
     max_pixels : int or None
         Images with more pixels are segmented on an area-averaged copy of this size and the
-        result is brought back to full resolution (:mod:`segapp.resolution`); None = always
+        result is brought back to full resolution (:mod:`segapp.inputs.resolution`); None = always
         full resolution.
     **options
         The method's options (:func:`segapp.methods.options_of`; ``docs/options.md``).
@@ -157,7 +157,7 @@ class Session:
     # -- work for the next edit ------------------------------------------------------------
     def prepare(self, cancel: CancelLike = None) -> None:
         """Do now what the next edit can reuse (FAST-GE: factor the Dirichlet matrix of the
-        strokes just solved, :meth:`segapp.harmonic.HarmonicSolver.prepare`).
+        strokes just solved, :meth:`segapp.solve.harmonic.HarmonicSolver.prepare`).
 
         :meth:`update` starts this in a background thread after each answer (unless
         :attr:`background` is False). The next :meth:`update` waits for it to finish unless

@@ -30,7 +30,7 @@ from segapp import io
 from segapp.cli import EXIT_INPUT, EXIT_OUTPUT, main
 from segapp.errors import InvalidInputError
 from segapp.methods import REGISTRY, options_of
-from segapp.resolution import reduce_map, working_shape
+from segapp.inputs.resolution import reduce_map, working_shape
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ def test_every_option_refuses_bad_values_before_any_work(method, option, monkeyp
     # nothing may be built before the options are checked
     from segapp.methods import graph_method
     monkeypatch.setattr(graph_method, "image_graph", _never)
-    monkeypatch.setattr(segapp.landmarks, "ImageFeatures", _never)
+    monkeypatch.setattr(segapp.methods.landmark_base, "ImageFeatures", _never)
     for value in _bad_values(option):
         msg = _one_line_invalid(lambda: segapp.Session(IMG, method, **{option.name: value}))
         assert msg.startswith(option.name), (value, msg)
@@ -305,7 +305,7 @@ def test_declared_ranges_complete_in_bounded_time(method, options, scribbles):
     ("landmark", {"stroke_landmarks": 5000}), ("scpc", {"n_landmarks": 5001}),
 ])
 def test_beyond_the_ranges_is_refused_before_any_work(method, options, monkeypatch):
-    monkeypatch.setattr(segapp.landmarks, "ImageFeatures", _never)
+    monkeypatch.setattr(segapp.methods.landmark_base, "ImageFeatures", _never)
     msg = _one_line_invalid(lambda: segapp.Session(IMG, method, **options))
     assert "n_landmarks" in msg or "n_partitions" in msg or "stroke_landmarks" in msg
 
@@ -342,7 +342,7 @@ def test_a_stroke_thinner_than_the_reduction_factor_is_kept():
     s[999:1001, 100:1900] = 1
     s[1001, 100:1900] = 2
     s[200, 100:1900] = 3
-    small = reduce_map(s, working_shape(s.shape, segapp.resolution.DEFAULT_MAX_PIXELS))
+    small = reduce_map(s, working_shape(s.shape, segapp.inputs.resolution.DEFAULT_MAX_PIXELS))
     assert set(np.unique(small)) == {0, 1, 2, 3}
 
 
@@ -473,7 +473,7 @@ COLOUR_CASES = [
     ("palette PNG, black not index 0", [(230, 159, 0), (86, 180, 233), (0, 158, 115)], 4,
      "reordered"),
     ("palette PNG, 9 colours", [tuple(c) for c in
-                                __import__("segapp.render").render.PALETTE.tolist()], 4,
+                                __import__("segapp.io.render").io.render.PALETTE.tolist()], 4,
      "adaptive"),
     ("palette PNG, 1 px strokes", [(255, 0, 0), (0, 0, 255)], 1, "adaptive"),
     # indices 0..6 with black at 0 look like a label map, but the anti-aliased edges' shades
@@ -508,7 +508,7 @@ def test_a_palette_label_map_keeps_its_indices_as_ids(tmp_path):
 @pytest.mark.parametrize("width", [1, 2, 3])
 @pytest.mark.parametrize("colours", [[(255, 0, 0), (0, 255, 0), (0, 0, 255)],
                                      [tuple(c) for c in
-                                      __import__("segapp.render").render.PALETTE.tolist()]],
+                                      __import__("segapp.io.render").io.render.PALETTE.tolist()]],
                          ids=["rgb", "palette-9"])
 def test_thin_jpeg_colour_strokes_are_refused_with_a_reason(tmp_path, colours, width):
     """They read as 4 labels from 3, or 5 from 9: refused instead of silently wrong."""
@@ -534,7 +534,7 @@ def test_a_photo_given_as_scribbles_is_refused_with_a_reason(tmp_path, name):
 
 
 def test_segapp_palette_exports_keep_their_ids_when_anti_aliased(tmp_path):
-    from segapp.render import PALETTE
+    from segapp.io.render import PALETTE
     _colour_strokes(tmp_path / "p.png", 3, "PNG", [PALETTE[6], PALETTE[2], PALETTE[8]])
     labels = io.read_scribbles(tmp_path / "p.png")
     assert set(np.unique(labels)) == {0, 7, 3, 9}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import segapp
-from segapp.harmonic import stroke_potentials
+from segapp.solve.harmonic import stroke_potentials
 from segapp.methods.fastge import FastGE
 from segapp.partition import degenerate_labels, embedding_potentials, rounding_confidence
 
@@ -93,7 +93,7 @@ def test_a_session_result_carries_a_confidence():
 
 def test_embedding_potentials_are_the_random_walker_potentials():
     """For the harmonic solve, the affine reading of the embedding by the stroke means gives
-    back the strokes' harmonic potentials (segapp.harmonic.stroke_potentials)."""
+    back the strokes' harmonic potentials (segapp.solve.harmonic.stroke_potentials)."""
     img, truth, s = noisy_image(seed=5)
     method = FastGE.from_image(img)
     res = method.update(s, cg_tol=1e-10, maxiter=1000)

@@ -36,7 +36,7 @@ import pytest
 import segapp
 from segapp.errors import InvalidInputError
 from segapp.methods import REGISTRY, options_of
-from segapp.resolution import reduce_map
+from segapp.inputs.resolution import reduce_map
 
 from scenes import voronoi_image  # noqa: E402  (tests/ is on sys.path)
 

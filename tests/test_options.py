@@ -244,7 +244,7 @@ def test_session_solve_defaults_and_setup_options_in_update():
 
 
 def test_landmark_session_keeps_its_landmark_graph_across_solve_options(monkeypatch):
-    from segapp import landmarks
+    from segapp.methods import landmark_base as landmarks
     calls = []
     real = landmarks.sparse_code
 

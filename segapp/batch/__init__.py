@@ -8,10 +8,10 @@
 Modules: :mod:`~.pairing` (image ↔ scribbles by stem), :mod:`~.task` (one pair, run on a
 worker), :mod:`~.executors` (serial, process pool, Dask), :mod:`~.runner` (skip finished
 pairs, collect rows), :mod:`~.report` (CSV/JSON), :mod:`~.progress` (tqdm bar or plain
-lines), :mod:`~.command` (the command line). None of them imports dask or tqdm unless used.
+lines). The command line ``segapp batch`` is :mod:`segapp.cli.batch`. None of them imports dask
+or tqdm unless used.
 """
 
-from .command import EXIT_BATCH_ERROR, add_parser, main, run
 from .executors import DaskExecutor, Executor, PoolExecutor, SerialExecutor
 from .pairing import DEFAULT_PATTERNS, Pair, Pairing, find_pairs
 from .runner import BatchResult, run_batch
@@ -19,4 +19,4 @@ from .task import ROW_FIELDS, Task, segment_pair
 
 __all__ = ["find_pairs", "run_batch", "segment_pair", "Pair", "Pairing", "Task", "BatchResult",
            "Executor", "SerialExecutor", "PoolExecutor", "DaskExecutor", "DEFAULT_PATTERNS",
-           "ROW_FIELDS", "EXIT_BATCH_ERROR", "add_parser", "main", "run"]
+           "ROW_FIELDS"]

@@ -59,7 +59,7 @@ def _import_segapp() -> int:
     first image's time; returns the worker's pid."""
     import numpy as np
 
-    from segapp.session import segment
+    from ..session import segment
     image = np.zeros((8, 8), np.float32)
     image[:, 4:] = 1
     strokes = np.zeros((8, 8), np.int32)

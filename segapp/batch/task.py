@@ -8,7 +8,7 @@ the batch.
 
 Resources per task are bounded the same way as ``segapp segment``: images above
 ``max_pixels`` (default 500 000) are solved on an area-averaged working copy
-(:mod:`segapp.resolution`), and BLAS runs on one thread (threadpoolctl), so a worker with one
+(:mod:`segapp.inputs.resolution`), and BLAS runs on one thread (threadpoolctl), so a worker with one
 task slot uses one core and the memory of one working-resolution solve.
 """
 
@@ -200,7 +200,8 @@ def _glibc() -> Any:
 def _run(task: Task, row: dict[str, Any]) -> None:
     import numpy as np
 
-    from .. import io, render
+    from .. import io
+    from ..io import render
     from ..session import Session
 
     outputs = [task.output] + ([task.overlay] if task.overlay else [])

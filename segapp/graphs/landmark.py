@@ -3,7 +3,7 @@
 """Landmark (sparse-coding) graphs: landmarks, Nadaraya–Watson coding, the orthonormal basis.
 
 The graph of Chen & Cai (AAAI 2011) that SCACS §2.2 and Liu et al. §2.2 build, on the feature
-vectors of :mod:`segapp.features`; the methods using it share :mod:`segapp.landmarks`.
+vectors of :mod:`segapp.graphs.features`; the methods using it share :mod:`segapp.methods.landmark_base`.
 
 Landmarks
 ---------
@@ -80,7 +80,7 @@ import scipy.linalg as sla
 from scipy.spatial import cKDTree
 
 from ..errors import Cancelled, InvalidInputError
-from ..features import CHUNK, Features
+from .features import CHUNK, Features
 
 #: Relative threshold below which eigenvalues of Ŝ = ẐᵀẐ are treated as zero.
 RANK_TOL = 1e-9

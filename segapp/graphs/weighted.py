@@ -64,7 +64,7 @@ ImageGraph = Graph
 def _real_matrix(W: object) -> sp.csr_matrix:
     """``W`` as a float64 CSR matrix; strings, objects, ragged lists, dates and complex
     weights are refused (a cast would drop an imaginary part silently)."""
-    from ..inputs import as_numeric_array
+    from ..inputs.checks import as_numeric_array
     if sp.issparse(W):
         as_numeric_array(np.zeros(0, W.dtype), "adjacency")      # checks the dtype only
         return sp.csr_matrix(W, dtype=np.float64)

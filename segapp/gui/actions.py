@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..annotation import MAX_LABELS
+from ..strokes.annotation import MAX_LABELS
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The canvas is a view of :class:`~segapp.gui.state.AppState`: it reads the tool, label, brush
 and view flags from it and follows their events; it keeps only view things (zoom, pan, the
-brush cursor). Strokes are painted into the :class:`~segapp.annotation.AnnotationModel`; it observes
+brush cursor). Strokes are painted into the :class:`~segapp.strokes.annotation.AnnotationModel`; it observes
 the model's ``changed(bbox)`` events and re-colours only that box of an RGBA stroke layer that
 shares memory with a QImage, then asks Qt to repaint only that rectangle. That keeps painting
 smooth on 12-megapixel images (no full-image conversions per mouse move). The box of a big
@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..annotation import AnnotationModel, BBox
+from ..strokes.annotation import AnnotationModel, BBox
 from .edits import Prepared
 from .loader import View, make_view
 from .qimage import RGBABuffer, label_lut

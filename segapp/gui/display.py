@@ -2,7 +2,7 @@
 shows the result of the strokes on screen, and draws its layers off the GUI thread.
 
 Wiring only: what to draw comes from :class:`~segapp.gui.state.AppState` (which calls
-:mod:`segapp.render`), solving from :class:`~segapp.gui.worker.SegmentationWorker`, drawing
+:mod:`segapp.io.render`), solving from :class:`~segapp.gui.worker.SegmentationWorker`, drawing
 from :class:`~segapp.gui.renderer.Renderer`.
 """
 
@@ -13,8 +13,8 @@ from typing import Any, Callable
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from .. import render
-from ..annotation import AnnotationModel
+from ..io import render
+from ..strokes.annotation import AnnotationModel
 from .canvas import Canvas
 from .edits import region_at
 from .qtcompat import emit

@@ -36,7 +36,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QSettings, QStandardPaths, QTimer, Signal
 
 from .. import io
-from ..annotation import AnnotationModel, EditRecord, Label
+from ..strokes.annotation import AnnotationModel, EditRecord, Label
 from ..errors import SegappError
 from . import edits, files
 from .exporter import ExportReport, Exporter

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-from ..annotation import MAX_LABELS, BBox, EditRecord
+from ..strokes.annotation import MAX_LABELS, BBox, EditRecord
 from .journal import pack_map
 
 #: Edits whose box holds at least this many pixels are prepared off the GUI thread (undo and

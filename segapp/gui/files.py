@@ -21,8 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import io, render
-from ..annotation import Label
+from .. import io
+from ..io import render
+from ..strokes.annotation import Label
 from ..errors import InvalidInputError
 
 SESSION_FORMAT = "segapp-session"
@@ -68,9 +69,9 @@ def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
         unlabelled).
     vmax : tuple of float, optional
         Colour range of each heat map (the app passes the range it shows); default
-        :func:`segapp.render.robust_vmax` of each vector.
+        :func:`segapp.io.render.robust_vmax` of each vector.
     alpha, boundaries
-        The overlay as shown: :func:`segapp.render.overlay` with these.
+        The overlay as shown: :func:`segapp.io.render.overlay` with these.
     label_ids : tuple of int, optional
         The labels present (``Segmentation.label_ids``); default: found in ``labels`` (0.2 s
         at 12 MP, which the app's GUI thread must not spend).

@@ -1,7 +1,7 @@
 """Eigenvector heat maps: one thumbnail (with colour bar) per generalized eigenvector.
 
 The panel shows the eigenvectors of :attr:`AppState.shown` with the colour ranges the worker
-computed by :func:`segapp.render.robust_vmax` (the same range the exported heat maps use) and
+computed by :func:`segapp.io.render.robust_vmax` (the same range the exported heat maps use) and
 binds its selection to :attr:`AppState.heatmap`.
 """
 
@@ -12,7 +12,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QLabel, QListView, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
-from .. import render
+from ..io import render
 from .qimage import rgb_to_qimage
 from .state import AppState
 

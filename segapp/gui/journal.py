@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..annotation import MAX_LABELS, BBox, EditRecord, Label
+from ..strokes.annotation import MAX_LABELS, BBox, EditRecord, Label
 
 BASE, EDIT, LABELS, SETTINGS, EXPORT_BEGIN, EXPORT_FILE, EXPORT_END, SAVED, UNDO, REDO, \
     CURRENT = range(1, 12)

@@ -1,7 +1,7 @@
 """The label list: pick the label to paint with, rename (double-click) and recolour it.
 
 The selection is bound to :attr:`AppState.label`; names and colours live in the strokes'
-:class:`~segapp.annotation.AnnotationModel`. The list never keeps the keyboard focus, so the
+:class:`~segapp.strokes.annotation.AnnotationModel`. The list never keeps the keyboard focus, so the
 label keys 1–9 always reach the window's shortcuts.
 """
 
@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..annotation import AnnotationModel
+from ..strokes.annotation import AnnotationModel
 from .qtcompat import emit
 from .state import AppState
 

@@ -10,7 +10,7 @@ signal and is handed to the ``done`` callback of the load that asked for it; a l
 cancelled or superseded by a newer one never calls ``done``.
 
 What is prepared in the worker is everything the GUI thread would otherwise spend more than
-a few milliseconds on: the float image, the :class:`~segapp.annotation.AnnotationModel` with
+a few milliseconds on: the float image, the :class:`~segapp.strokes.annotation.AnnotationModel` with
 its strokes, and the display picture (:func:`display_picture`, a QImage in the format the
 canvas draws without conversion). QImage, unlike QPixmap, may be made outside the GUI thread.
 """
@@ -29,8 +29,9 @@ import numpy as np
 from PySide6.QtCore import QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal
 from PySide6.QtGui import QImage
 
-from .. import io, render
-from ..annotation import AnnotationModel, Label
+from .. import io
+from ..io import render
+from ..strokes.annotation import AnnotationModel, Label
 from ..errors import Cancelled, InvalidInputError, SegappError
 from .files import SessionData
 from .files import load_session as read_session
@@ -45,7 +46,7 @@ Step = Callable[[int, int, str], None]
 
 
 def display_picture(image: np.ndarray) -> QImage:
-    """The image as the canvas shows it: 8-bit (:func:`segapp.render.to_rgb8`, as exported),
+    """The image as the canvas shows it: 8-bit (:func:`segapp.io.render.to_rgb8`, as exported),
     in QImage's 32-bit RGB format, which QPixmap and the painter use without converting."""
     rgb = render.to_rgb8(image)
     h, w = rgb.shape[:2]

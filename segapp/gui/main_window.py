@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..annotation import MAX_LABELS
+from ..strokes.annotation import MAX_LABELS
 from . import actions, files, help
 from .bind import bind
 from .canvas import Canvas
@@ -374,7 +374,7 @@ class MainWindow(QMainWindow):
 
     @property
     def model(self) -> Any:
-        """The strokes of the current image (:class:`~segapp.annotation.AnnotationModel`)."""
+        """The strokes of the current image (:class:`~segapp.strokes.annotation.AnnotationModel`)."""
         return self.state.strokes
 
     @property

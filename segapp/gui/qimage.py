@@ -7,7 +7,7 @@ from typing import Mapping
 import numpy as np
 from PySide6.QtGui import QImage
 
-from ..annotation import MAX_LABELS, BBox
+from ..strokes.annotation import MAX_LABELS, BBox
 
 
 def rgb_to_qimage(rgb: np.ndarray) -> QImage:

@@ -2,7 +2,7 @@
 
 A 12-megapixel label layer or heat map takes 0.1–0.5 s of numpy work; doing it on the GUI
 thread would freeze painting. :class:`Renderer` runs the drawing function (one of
-:mod:`segapp.render`'s, through :class:`~segapp.gui.state.AppState`) on a one-thread pool,
+:mod:`segapp.io.render`'s, through :class:`~segapp.gui.state.AppState`) on a one-thread pool,
 converts the array to a ``QImage`` there, in the format the canvas's pixmaps use (QImage,
 unlike QPixmap, may be made off the GUI thread), and hands it back with the request's name;
 a request superseded meanwhile is dropped.

@@ -1,12 +1,12 @@
 """What the app shows and edits, in one Qt-free model (napari's layer-model / ``_qt`` split).
 
-:class:`AppState` holds the image, the strokes (:class:`~segapp.annotation.AnnotationModel`
+:class:`AppState` holds the image, the strokes (:class:`~segapp.strokes.annotation.AnnotationModel`
 plus its undo :class:`History`), the painting tool, the view flags and the result on display.
 Every field is *evented*: assigning ``state.opacity = 0.3`` emits ``state.events.opacity(0.3)``
 when the value changed. Widgets bind to exactly one field each (:mod:`segapp.gui.bind`):
 they write the field when the user acts and follow it when it changes, and own no state of
 their own; the canvas and the exporter read the same fields and draw with the same
-:mod:`segapp.render` functions, so what is shown is what is exported.
+:mod:`segapp.io.render` functions, so what is shown is what is exported.
 
 >>> s = AppState()
 >>> seen = []
@@ -24,8 +24,8 @@ from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
 
-from .. import render
-from ..annotation import MAX_LABELS, AnnotationModel, EditRecord, Emitter
+from ..io import render
+from ..strokes.annotation import MAX_LABELS, AnnotationModel, EditRecord, Emitter
 from .edits import count_change, label_counts
 
 T = TypeVar("T")
@@ -63,7 +63,7 @@ def _plain(v: Any) -> bool:
 
 
 class Events:
-    """One :class:`~segapp.annotation.Emitter` per field of an evented class."""
+    """One :class:`~segapp.strokes.annotation.Emitter` per field of an evented class."""
 
     def __init__(self, names: list[str]) -> None:
         for n in names:

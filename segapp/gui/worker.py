@@ -34,7 +34,7 @@ from typing import Any, Callable, Hashable
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
-from .. import render
+from ..io import render
 from ..errors import Cancelled, SegappError
 from .qtcompat import emit
 

@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InvalidInputError
-from ..inputs import integer_scale
+from ..inputs.checks import integer_scale
 from .opening import (_GREY_16BIT_MODES, DEFAULT_PIXEL_LIMIT, PathLike, _describe,
                       _open_image)
 
@@ -34,7 +34,7 @@ def read_image(path: PathLike, *, pixel_limit: int | None = DEFAULT_PIXEL_LIMIT)
     Notes
     -----
     Scaling: 8-bit / 1-bit by 255; 16-bit by 65535; 32-bit integer (``I``) by its evident
-    range (:func:`segapp.inputs.integer_scale`: 255 if its values fit in 0..255, 65535 if
+    range (:func:`segapp.inputs.checks.integer_scale`: 255 if its values fit in 0..255, 65535 if
     they fit in 16 bits — 16-bit PNGs open as ``I`` in some Pillow versions — otherwise its
     maximum), negative values clipped to 0; float (``F``) is kept if it already lies in [0, 1], otherwise min-max
     normalised; non-finite floats become 0.

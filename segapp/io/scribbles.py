@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InvalidInputError
-from ..render import PALETTE
+from .render import PALETTE
 from .opening import (_GREY_16BIT_MODES, DEFAULT_PIXEL_LIMIT, PathLike, _as_path, _describe,
                       _open_image)
 
@@ -100,7 +100,7 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
       4. every stroke pixel takes the nearest painted colour whose shades lie within 48
          (Euclidean RGB), else stays unlabelled (blends where two strokes meet, JPEG noise);
       5. if every painted colour lies within 48 of a distinct entry of
-         :data:`segapp.render.PALETTE`, that entry's label id is used, so segapp's own colour
+         :data:`segapp.io.render.PALETTE`, that entry's label id is used, so segapp's own colour
          exports read back with the same ids; otherwise the colours are numbered 1..n in
          order of first appearance in raster order (row by row, left to right).
 

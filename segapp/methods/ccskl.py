@@ -39,7 +39,7 @@ sums are never enumerated: for weights ``w_i`` (the stroke confidence ``q_i``, s
    \\qquad \\sum_{i≠j,\\ \\text{same label}} w_i w_j\\, y_{ij} = \\sum_a s_a ∘ s_a − \\sum_{i∈S} w_i^2 q_i,
 
 with ``q_i = y_i ∘ y_i``; the diagonal terms (``c_ii = 1``, ``t_ii = 1``, all n objects) give
-``QᵀQ`` and ``Qᵀ1``. Cost O((n + s) m²) per edit. ``tests/test_methods_spectral.py`` checks
+``QᵀQ`` and ``Qᵀ1``. Cost O((n + s) m²) per edit. ``tests/methods/test_methods_spectral.py`` checks
 ``A`` and ``b`` against an explicit double loop over all pairs.
 
 Solving the QP
@@ -100,7 +100,7 @@ per pair: 2 and 4 of 21 failing scenes) do not change that.
 So when a label keeps < :data:`~segapp.partition.STROKE_AGREEMENT` of its strokes, the kernel is
 learned again on another basis. With ``g = D^{-1/2} f``, the paper's smoothness (eq. (1)) is
 ``Ω(f) = fᵀL̄f = gᵀLg``; the strokes' harmonic potentials (:func:`stroke_potentials`, the
-machinery of :mod:`segapp.harmonic`)
+machinery of :mod:`segapp.solve.harmonic`)
 
 .. math:: Y_a = E_a + φ_a, \\qquad L_{FF}\\, φ_a = −L_{F S_a} 1 \\quad (F: \\text{unpainted pixels}),
 
@@ -142,18 +142,18 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import nnls
 
-from ..amg import DEFAULT_THETA
+from ..solve.amg import DEFAULT_THETA
 from ..cancel import CancelLike, CancelToken
-from ..eigensolve import amg_preconditioner, eigenpairs, random_start
+from ..solve.eigensolve import amg_preconditioner, eigenpairs, random_start
 from ..errors import InvalidInputError
 from ..graphs import Graph
-from .. import harmonic
-from ..ordering import offsets_reach
-from ..landmarks import _normalise_rows, read_strokes
-from ..lobpcg import SolverDiagnostics
+from ..solve import harmonic
+from ..solve.ordering import offsets_reach
+from .landmark_base import _normalise_rows, read_strokes
+from ..solve.lobpcg import SolverDiagnostics
 from ..options import SEED, Option, override, pick
 from ..partition import STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, stroke_agreement
-from ..pencil import Pencil
+from ..solve.pencil import Pencil
 from ..result import Segmentation
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .graph_method import GRAPH_OPTIONS, GraphMethod
@@ -272,12 +272,12 @@ def stroke_potentials(graph: Graph, sets: list[np.ndarray], *, theta: float = DE
                       solver: harmonic.HarmonicSolver | None = None) -> np.ndarray:
     """``Y`` (n × k): ``Y_a = E_a + φ_a``, label a's stroke indicator extended harmonically.
 
-    ``L_FF φ_a = −L_{F S_a} 1`` on the unpainted pixels F (:mod:`segapp.harmonic`: the same
+    ``L_FF φ_a = −L_{F S_a} 1`` on the unpainted pixels F (:mod:`segapp.solve.harmonic`: the same
     Dirichlet matrix, right-hand sides and block CG as FAST-GE's potentials, preconditioned by
     a hierarchy built for these strokes). ``Y_a`` is the smoothest vector — least ``gᵀLg`` —
     that is 1 on label a's strokes and 0 on the others; on a component without strokes it is 0.
     ``solver`` (one per image, kept by the method) solves directly from a factor updated per
-    edit where it can (:mod:`segapp.direct`); without it, one cold iterative solve.
+    edit where it can (:mod:`segapp.solve.direct`); without it, one cold iterative solve.
     """
     if solver is None:
         return harmonic.stroke_potentials(graph.laplacian, graph.degrees, sets, theta=theta,

@@ -54,7 +54,7 @@ import numpy as np
 from scipy.cluster.vq import vq
 
 from ..errors import InvalidInputError
-from ..landmarks import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
+from .landmark_base import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
                          check_cancel, read_strokes)
 from ..options import Option, override
 from ..partition import anchored_kmeans, clamp_strokes

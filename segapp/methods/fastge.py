@@ -7,15 +7,15 @@ Pipeline (one :meth:`FastGE.update` per scribble edit):
 
 1. data graph ``G_D`` of the image (``segapp.graphs.image``, §7.3), built once per image;
 2. ML / CL cliques of the strokes with the merge weights ``d_i d_j / (d_min d_max)`` (§4.7),
-   as exact diagonal + low-rank operators (``segapp.constraints``);
-3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.pencil``).
-   By default (``eigensolver="harmonic"``, ``segapp.harmonic``) as the Ritz pairs of the
+   as exact diagonal + low-rank operators (``segapp.strokes.constraints``);
+3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.solve.pencil``).
+   By default (``eigensolver="harmonic"``, ``segapp.solve.harmonic``) as the Ritz pairs of the
    pencil on the strokes' harmonic potentials: the stiff must-link cliques make the wanted
    eigenvectors constant on each label's strokes, so they lie in the span of k − 1 Dirichlet
    solves with ``L_D``, done by block CG preconditioned by smoothed-aggregation AMG (§4.5,
-   ``segapp.amg``), whose hierarchy is Galerkin-updated from edit to edit. Otherwise — and for
+   ``segapp.solve.amg``), whose hierarchy is Galerkin-updated from edit to edit. Otherwise — and for
    soft strokes, a k-th vector or a graph part no stroke reaches — by LOBPCG
-   (``segapp.lobpcg``) preconditioned by AMG on ``L_D`` plus the strokes' sparsified
+   (``segapp.solve.lobpcg``) preconditioned by AMG on ``L_D`` plus the strokes' sparsified
    must-link graph, started from the strokes' sources ``M u_a`` (or, with ``warm_start``,
    the previous eigenvectors plus a source for each label whose strokes changed);
 4. embedding (Fig. 2), k-means anchored to the strokes, or the Cheeger sweep for k = 2
@@ -36,22 +36,22 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..amg import DEFAULT_THETA, AMGPreconditioner
-from ..answer_memory import AnswerMemory, strokes_key
+from ..solve.amg import DEFAULT_THETA, AMGPreconditioner
+from .answer_memory import AnswerMemory, strokes_key
 from ..cancel import CancelLike, CancelToken
-from ..constraints import Constraints, build_constraints, sparsify, stroke_indicators
-from ..eigensolve import amg_preconditioner, eigenpairs
-from ..eigensolve import nonconvergence as _nonconvergence
-from ..harmonic import HarmonicSolver
-from ..ordering import offsets_reach
+from ..strokes.constraints import Constraints, build_constraints, sparsify, stroke_indicators
+from ..solve.eigensolve import amg_preconditioner, eigenpairs
+from ..solve.eigensolve import nonconvergence as _nonconvergence
+from ..solve.harmonic import HarmonicSolver
+from ..solve.ordering import offsets_reach
 from ..graphs import Graph
 from ..options import SEED, Option
 from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, ratio_cut, reround_degenerate,
                          rounding_confidence, stable_anchored_kmeans, stroke_agreement,
                          sweep_cut)
-from ..pencil import Pencil
+from ..solve.pencil import Pencil
 from ..result import Segmentation
-from ..settling import LabelSettling
+from ..solve.settling import LabelSettling
 from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
 #: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
@@ -78,7 +78,7 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "CG solves) + Rayleigh–Ritz of the pencil; segapp: our block LOBPCG on the pencil; "
            "scipy: scipy's LOBPCG", "solve", choices=("harmonic", "segapp", "scipy")),
     # Issue 21: the harmonic potentials from a factor of the Dirichlet matrix updated per edit
-    # (segapp.direct): a warm edit 0.17 s where CG took 0.72 s at 250K px (docs/architecture.md).
+    # (segapp.solve.direct): a warm edit 0.17 s where CG took 0.72 s at 250K px (docs/architecture.md).
     Option("linear_solver", str, "auto", "harmonic: how the potentials are solved: auto = "
            "from a factor of the Dirichlet matrix updated per edit (CHOLMOD) where installed, "
            "iteratively (CG with an AMG preconditioner) otherwise or until a large image's "
@@ -92,7 +92,7 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "this (relative), twice", "solve", low=1e-12, high=0.5),
     # Off by default: on slowly converging solves (1.1M px) the labels drift by < 0.1% per
     # iteration for many iterations, and the stop gave 93.8% of a tight solve's labels where
-    # the eigenvalue test gave 99.2% (250K px, 4 labels: 98.4% vs 99.9%). See segapp.settling.
+    # the eigenvalue test gave 99.2% (250K px, 4 labels: 98.4% vs 99.9%). See segapp.solve.settling.
     Option("label_tol", float, 0.0, "LOBPCG: also stop when at most this share of pixels "
            "changes its nearest-stroke label, twice (0: off; faster, less safe)", "solve",
            low=0.0, high=0.1),
@@ -261,7 +261,7 @@ class FastGE(GraphMethod):
 
     def _harmonic_pairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
                         timings: dict[str, float]) -> tuple:
-        """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.harmonic`)."""
+        """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.solve.harmonic`)."""
         o = self.options
         if self.harmonic is None or self.harmonic.theta != o["amg_theta"]:
             g = self.graph

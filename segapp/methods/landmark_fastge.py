@@ -7,7 +7,7 @@ Model
 -----
 FAST-GE's problem (Cucuringu et al. 2016, §4.2–4.3, §4.7) ``L_G x = λ L_H x`` with
 ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``, where the data graph ``G_D`` is the landmark graph
-``W = ẐẐᵀ`` of :mod:`segapp.landmarks` (Liu et al. §2.2, eq. (5)) and the unknowns are restricted
+``W = ẐẐᵀ`` of :mod:`segapp.methods.landmark_base` (Liu et al. §2.2, eq. (5)) and the unknowns are restricted
 to ``x = Ẑ y``, ``y ∈ R^p`` (§3.1: "we can let x = Ẑᵀy"; in the paper Ẑ is p × n). The paper's
 eq. (11) ("Problem 3") is lost in the text file; with that substitution the only consistent
 reading is the Rayleigh–Ritz (Galerkin) projection of FAST-GE's pencil onto range(Ẑ)::
@@ -20,7 +20,7 @@ them as the subspace grows (the paper's "asymptotically comparable" claim, §3.2
 
 Degrees and merge weights (§4.7 of FAST-GE)
 -------------------------------------------
-Every degree of the landmark graph is exactly 1 (module notes of :mod:`segapp.landmarks`), so
+Every degree of the landmark graph is exactly 1 (module notes of :mod:`segapp.methods.landmark_base`), so
 ``d_min = d_max = 1`` and the merge weight ``d_i d_j / (d_min d_max)`` of every constraint pair is
 1 (times ``constraint_weight``, and ``√(q_i q_j)`` for soft strokes of confidence q). The demand
 graph is ``K = 11ᵀ/n`` (``K_ij = d_i d_j / vol``), ``L_K = I − 11ᵀ/n``.
@@ -35,7 +35,7 @@ pixels of identical colour when ``spatial_weight = 0``) is invisible: the subspa
 separate them; (2) a stroke constrains the landmarks its pixels are coded on, and through them
 every pixel coded on the same landmarks — that is how a stroke spreads over a region.
 For label a's stroke set ``S_a`` with weights ``u`` (``√q``, or 1), ``s_a = Σ u_i``, the
-clique Laplacians are diagonal + rank-one (:mod:`segapp.constraints`), so
+clique Laplacians are diagonal + rank-one (:mod:`segapp.strokes.constraints`), so
 
 .. math:: Ẑᵀ L_{ML} Ẑ = \\sum_a (s_a M_a − g_a g_aᵀ), \\qquad
           Ẑᵀ L_{CL} Ẑ = \\sum_a (s − s_a) M_a − \\sum_{a≠b} g_a g_bᵀ,
@@ -45,10 +45,10 @@ stroke rows alone, O(t r²) for t stroke pixels, no clique formed.
 
 Solving
 -------
-In the orthonormal coordinates ``x = Φz`` of :class:`segapp.landmarks.LandmarkBasis`,
+In the orthonormal coordinates ``x = Φz`` of :class:`segapp.methods.landmark_base.LandmarkBasis`,
 ``A = diag(1 − Λ) + Φᵀ L_ML Φ`` and ``B = (I − eeᵀ/n)/n + Φᵀ L_CL Φ``. The constant vector
 (``z = e/√n``) is in the null space of both; as in FAST-GE (Fig. 2 step 4, and
-:mod:`segapp.pencil`) we solve on its complement ``eᵀz = 0`` (``1ᵀx = dᵀx = 0``), where the
+:mod:`segapp.solve.pencil`) we solve on its complement ``eᵀz = 0`` (``1ᵀx = dᵀx = 0``), where the
 demand term is ``I/n`` and ``B`` is positive definite. The cannot-link cliques make ``B``'s
 largest eigenvalues ~t² while the demand term is 1/n (condition up to ~1e17 at 12 MP), beyond
 what a Cholesky factorisation resolves, so ``B = Q diag(β) Qᵀ`` is diagonalised and
@@ -65,7 +65,7 @@ stroke-free piece gives a vector of eigenvalue ≈ 0 that is constant on all str
 denominator is all demand term — and k − 1 of them left every label's strokes on one point of
 the embedding (photo crops of the property test: labels lost entirely). The embedding takes
 the k − 1 smallest vectors *that the cannot-link term acts on* (:func:`stroke_vectors`), and
-the painted pixels join the landmarks (:func:`segapp.landmarks.add_stroke_landmarks`, as SC-PC
+the painted pixels join the landmarks (:func:`segapp.methods.landmark_base.add_stroke_landmarks`, as SC-PC
 §2.2 makes the constrained points landmarks) so that the subspace can separate two labels'
 strokes a few pixels apart on one colour. Measured with ``python benchmarks/fidelity.py
 --scenes 120`` (the property test's scenes): the invariant held on 113 before, 120 after.
@@ -91,7 +91,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel
+from .landmark_base import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel
 from ..options import Option, pick
 from .fastge import OPTIONS as FASTGE_OPTIONS
 

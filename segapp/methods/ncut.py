@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..amg import AMGPreconditioner
+from ..solve.amg import AMGPreconditioner
 from ..cancel import CancelToken
-from ..constraints import stroke_sets
-from ..eigensolve import amg_preconditioner, eigenpairs, random_start
+from ..strokes.constraints import stroke_sets
+from ..solve.eigensolve import amg_preconditioner, eigenpairs, random_start
 from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, override, pick
 from ..partition import clamp_strokes, embed, kmeans, match_labels, stroke_agreement
-from ..pencil import Pencil
+from ..solve.pencil import Pencil
 from ..result import Segmentation
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors

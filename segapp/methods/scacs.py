@@ -5,7 +5,7 @@ Li, Xia, Shan, Liu, "Scalable Constrained Spectral Clustering", IEEE TKDE 27(2),
 Model (§2.1, §3)
 ----------------
 Constrained normalized cuts (Wang & Davidson's FCSC, eq. (1)/(4)): minimise ``vᵀ L v`` subject
-to ``vᵀ Q̄ v ≥ α``, ``vᵀv = 1``, ``v ⊥ 1``, with the landmark graph of :mod:`segapp.landmarks`
+to ``vᵀ Q̄ v ≥ α``, ``vᵀv = 1``, ``v ⊥ 1``, with the landmark graph of :mod:`segapp.methods.landmark_base`
 (``L = I − ẐẐᵀ``: its degrees are all 1, so ``Q̄ = D^{-1/2} Q D^{-1/2} = Q``) and the constraint
 matrix of eq. (20): ``Q_ij = 1`` for two stroke pixels of the same label (including ``i = j``),
 ``−1`` for different labels, 0 otherwise. For soft strokes (confidence q) the entries are
@@ -41,7 +41,7 @@ Because ``2I − 11ᵀ`` has k − 1 positive eigenvalues, ``Q̂`` has at most k
 
 Algorithm 1, and the readings chosen
 ------------------------------------
-In the orthonormal coordinates ``u = T z`` of :class:`segapp.landmarks.LandmarkBasis`
+In the orthonormal coordinates ``u = T z`` of :class:`segapp.methods.landmark_base.LandmarkBasis`
 (``Ŝ → I``, ``A → diag(Λ − Λ²)/Λ = I − Λ``, ``Q̂ → Φᵀ Q Φ``):
 
 - steps 2–4: landmarks, Ẑ, Ŝ, Q̂ (shared machinery; landmarks chosen as the ``landmark_selection``
@@ -64,7 +64,7 @@ In the orthonormal coordinates ``u = T z`` of :class:`segapp.landmarks.LandmarkB
   is at most k − 1, see below);
 - step 11: ``V^{(r)} = Ẑ V (I − VᵀAV)`` — as printed, the full m × m matrix;
 - step 12: rows normalised, then k-means — the random-sampling k-means of
-  :func:`segapp.landmarks.partition` (k-means on a sample, every pixel to its nearest centre),
+  :func:`segapp.methods.landmark_base.partition` (k-means on a sample, every pixel to its nearest centre),
   with stroke-seeded and k-means++ starts, clusters matched to the user's labels.
 
 Strokes (issue 10): the painted pixels join the landmarks (:mod:`segapp.graphs.landmark`), so
@@ -122,7 +122,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from ..landmarks import (LANDMARK_OPTIONS, Cancel, LandmarkBasis, LandmarkMethod, StrokeSets,
+from .landmark_base import (LANDMARK_OPTIONS, Cancel, LandmarkBasis, LandmarkMethod, StrokeSets,
                          check_cancel)
 from ..options import Option
 from ..partition import STROKE_AGREEMENT

@@ -5,7 +5,7 @@ Management / Expert Systems with Applications, 2015 (paper 003 in ``../shared/pa
 
 Model (§2.1–2.3)
 ----------------
-Landmark spectral clustering (Chen & Cai's LSC, the coding of :mod:`segapp.landmarks`) whose
+Landmark spectral clustering (Chen & Cai's LSC, the coding of :mod:`segapp.methods.landmark_base`) whose
 landmarks are the *constrained points themselves*, with the constraints injected into the
 point–landmark affinity ``Ẑ`` before its SVD:
 
@@ -67,9 +67,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..features import CHUNK
+from ..graphs.features import CHUNK
 from ..graphs.landmark import Cancel, SparseCode, check_cancel, sparse_code
-from ..landmarks import (LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics, StrokeSets,
+from .landmark_base import (LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics, StrokeSets,
                          partition, read_strokes)
 from ..options import Option, override, without
 from ..partition import clamp_strokes
@@ -121,7 +121,7 @@ class ConstrainedCode:
     """``Ẑ`` of SC-PC: the Nadaraya–Watson code with some rows replaced (eqs. (3), (6)).
 
     ``rows`` (sorted) are the replaced rows and ``Zr`` (|rows| × p, CSR) their new values; it
-    offers the :meth:`segapp.landmarks.SparseCode.apply` interface used by ``partition``.
+    offers the :meth:`segapp.methods.landmark_base.SparseCode.apply` interface used by ``partition``.
     """
 
     code: SparseCode

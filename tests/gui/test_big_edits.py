@@ -23,7 +23,7 @@ from PIL import Image
 from PySide6.QtCore import Qt
 from skimage.segmentation import flood
 
-from segapp.annotation import BBox, EditRecord, Label
+from segapp.strokes.annotation import BBox, EditRecord, Label
 from segapp.gui import edits, journal, state
 from segapp.gui.qimage import RGBABuffer
 

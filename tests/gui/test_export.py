@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 from PySide6.QtCore import Qt, QTimer
 
-from segapp import Segmentation, render
+from segapp import Segmentation
+from segapp.io import render
 from segapp.gui import files
 from segapp.gui.qimage import qimage_to_rgb
 from segapp.gui.state import Shown
@@ -130,7 +131,7 @@ def test_a_file_that_cannot_be_written_is_reported_with_the_ones_after_it(qtbot,
 
 @pytest.mark.parametrize("boundaries", [False, True])
 def test_the_overlay_on_screen_is_the_exported_overlay(qtbot, window, tmp_path, boundaries):
-    """Issue 13: the window drew its own overlay; now both come from segapp.render."""
+    """Issue 13: the window drew its own overlay; now both come from segapp.io.render."""
     win = window
     segment(qtbot, win)
     win.state.opacity = 0.35

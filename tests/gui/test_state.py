@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from segapp.annotation import AnnotationModel, default_labels
+from segapp.strokes.annotation import AnnotationModel, default_labels
 from segapp.gui.journal import CURRENT, Journal, history_frames
 from segapp.gui.state import AppState, History
 

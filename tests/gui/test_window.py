@@ -293,7 +293,7 @@ def test_drop_an_image_file_opens_it(qtbot, window, tmp_path):
 
 
 def test_painting_a_12_megapixel_image_updates_only_dirty_rectangles(qtbot, make_window, tmp_path):
-    from segapp.annotation import BBox
+    from segapp.strokes.annotation import BBox
 
     win = make_window()
     big = np.zeros((3000, 4000, 3), np.float32)
@@ -405,7 +405,7 @@ def test_the_overlay_reaches_the_canvas_in_the_pixmaps_format_with_its_colours(q
     which it takes as it is. The colours are still those of ``render.label_layer``."""
     from PySide6.QtGui import QImage
 
-    from segapp import render
+    from segapp.io import render
     from segapp.gui.qimage import qimage_to_rgb
 
     win = window
@@ -424,7 +424,7 @@ def test_the_overlay_reaches_the_canvas_in_the_pixmaps_format_with_its_colours(q
 
 def test_where_to_paint_next_stripes_the_least_sure_pixels(qtbot, window):
     """Issue 22 item 4: N stripes the pixels whose confidence is below 0.5 (and only them)."""
-    from segapp import render
+    from segapp.io import render
 
     win = window
     segment(qtbot, win)

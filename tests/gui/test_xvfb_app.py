@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from segapp import render
+from segapp.io import render
 
 
 REPO = Path(__file__).resolve().parents[2]

@@ -103,7 +103,7 @@ class Person:
 
     def segmented(self, deadline: float = 120.0) -> None:
         """Wait until both halves show the segmentation's colours (label 1 and 2 blends)."""
-        from segapp import render
+        from segapp.io import render
 
         x0, y0, x1, y1 = self.box
         probes = [(int(x0 + (x1 - x0) * 0.25), int(y0 + (y1 - y0) * 0.12)),

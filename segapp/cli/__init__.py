@@ -1,0 +1,270 @@
+"""Command line: ``segapp`` (desktop app), ``segapp segment ...``, ``segapp methods``.
+
+``segapp batch`` (a folder of images) lives in :mod:`segapp.batch`, with its own exit
+statuses (the number of images that failed); the method flags both commands share are
+generated in :mod:`segapp.cli.flags`.
+
+Every failure the user can cause (unreadable or mismatched files, too few labels, bad options,
+an output that cannot be written, a solver that does not converge) ends with a one-line
+``segapp: error: ...`` message on stderr and a non-zero exit status, never a traceback:
+
+====  =========================================================
+exit  meaning
+====  =========================================================
+0     success
+1     the solver failed (did not converge, non-finite values)
+2     bad input or option (argparse's usage errors use 2 too)
+3     an output file could not be written, or is not a regular file (a device, a FIFO), or
+      is an input or another output
+4     the desktop app cannot start Qt (the message says what is missing)
+130   interrupted (Ctrl+C)
+====  =========================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import InvalidInputError, SegappError, SolverError
+from .flags import DEFAULT_METHOD, add_method_arguments, method_from_argv, method_options
+from ..io import DEFAULT_PIXEL_LIMIT
+
+EXIT_SOLVER, EXIT_INPUT, EXIT_OUTPUT = 1, 2, 3
+
+class UsageError(Exception):
+    """A command line argparse cannot parse (reported like any bad input: one line, exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error raises instead of printing the usage and exiting."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
+    """The ``segapp`` parser; ``segment``'s method flags are those of ``method``.
+
+    Every other method's flags are accepted but hidden, so that using one is reported as
+    "not an option of this method" rather than as an unknown argument.
+    """
+    from .. import __version__
+    parser = _Parser(
+        prog="segapp", usage="segapp [-h] [--version] [PATH | COMMAND ...]",
+        description="Interactive image segmentation by constrained spectral clustering "
+                    "(FAST-GE). Without a command, opens the desktop app (on PATH if given, "
+                    "else on a bundled sample image).",
+        epilog="Run 'segapp segment --help' for the segmentation options.")
+    parser.add_argument("--version", action="version", version=f"segapp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    seg = sub.add_parser(
+        "segment", help="segment an image from a scribble file",
+        description="Segment IMAGE into the labels painted in SCRIBBLES and write the label "
+                    "map (pixel value = label id) as PNG. Files are written atomically.",
+        epilog=f"The method options above are those of --method {method}; "
+               "'segapp segment --method NAME --help' lists another method's, "
+               "'segapp methods' the methods.")
+    seg.add_argument("image", metavar="IMAGE", help="any Pillow format; EXIF orientation applied")
+    seg.add_argument("--scribbles", "-s", required=True, metavar="SCRIBBLES",
+                     help="label-id PNG (0 = unlabelled, 1..9) or colour strokes on black/"
+                          "transparent, same size as IMAGE")
+    seg.add_argument("--output", "-o", required=True, metavar="LABELS.png",
+                     help="label map PNG to write")
+    seg.add_argument("--overlay", metavar="OVERLAY.png", help="also write a colour overlay")
+    seg.add_argument("--heatmaps", metavar="DIR",
+                     help="also write each eigenvector as a heat map PNG into DIR")
+    seg.add_argument("--pixel-limit", dest="pixel_limit", type=int, default=DEFAULT_PIXEL_LIMIT,
+                     metavar="N",
+                     help="refuse image and scribble files of more pixels, before decoding "
+                          f"them (default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
+    seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
+                     help="fail instead of replacing existing output files (default: replace)")
+    seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+
+    add_method_arguments(seg, method)
+
+    meth = sub.add_parser("methods", help="list the methods, or one method's options",
+                          description="List the segmentation methods; with NAME, the method's "
+                                      "options (type, default, allowed values, stage).")
+    meth.add_argument("name", nargs="?", metavar="NAME", help="a method")
+    meth.add_argument("--markdown", action="store_true",
+                      help="print the options of every method as the page docs/options.md")
+    from . import batch
+    batch.add_parser(sub, method)
+    return parser
+
+
+def _segment(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .. import io
+    from ..io import render
+    from ..session import segment
+
+    t0 = time.perf_counter()
+    options = method_options(args)
+    limit = None if args.pixel_limit == 0 else args.pixel_limit
+    if limit is not None and limit < 0:
+        raise InvalidInputError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {limit}")
+    # Every output location is checked before any file is read or solved for.
+    outputs = [Path(args.output)] + ([Path(args.overlay)] if args.overlay else [])
+    hdir = Path(args.heatmaps) if args.heatmaps else None
+    _check_outputs(args, outputs, hdir)
+
+    image = io.read_image(args.image, pixel_limit=limit)
+    scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit)
+    ids, counts = np.unique(scribbles[scribbles > 0], return_counts=True)
+
+    result = segment(image, scribbles, method=args.method, **options)
+
+    # Everything is rendered first, then written as one set (all files or none).
+    items: list[tuple[Path, Any]] = [(outputs[0], result.labels.astype(np.uint8))]
+    if args.overlay:
+        items.append((outputs[1], render.to_rgb8(render.overlay(image, result.labels))))
+    if hdir is not None:
+        V = result.eigenvectors
+        items += [(hdir / f"eigenvector_{j + 1}.png",
+                   render.to_rgb8(render.heatmap_with_colorbar(V[..., j])))
+                  for j in range(V.shape[-1])]
+    created = hdir is not None and not hdir.exists()
+    if created:
+        hdir.mkdir()
+    try:
+        written = io.write_pngs_atomic(items, args.overwrite)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                hdir.rmdir()          # only if still empty
+        raise
+    if not args.quiet:
+        H, W = result.labels.shape
+        print(f"read {len(ids)} labels from {args.scribbles} (ids "
+              f"{', '.join(map(str, ids.tolist()))}; {int(counts.sum())} painted pixels)")
+        shares = ", ".join(f"{i}: {f:.1%}" for i, f in result.fractions().items())
+        stages = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
+        print(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
+              f"with {result.method}; {stages}")
+        if result.diagnostics is not None:
+            print(f"  {result.diagnostics!r}")
+        moved = _regiven_strokes(result, ids, counts)
+        if moved:
+            print(f"  painted pixels the {result.method} partition gave to other labels, kept "
+                  f"as painted: {moved}")
+        if result.unplaced_labels:
+            print(f"  labels {result.method} could not place (< 50% of their painted pixels): "
+                  f"{', '.join(map(str, result.unplaced_labels))}")
+        for p in written:
+            print(f"  wrote {p}")
+        print(f"  wall time {time.perf_counter() - t0:.2f}s")
+    return 0
+
+
+def _regiven_strokes(result: Any, ids: Any, counts: Any) -> str:
+    """"label 3: 2 of 150, ..." for labels whose painted pixels the method's partition
+    placed elsewhere (from ``stroke_agreement``, measured before they were kept)."""
+    agree = result.stroke_agreement or {}
+    parts = []
+    for i, c in zip(ids.tolist(), counts.tolist()):
+        lost = int(round((1.0 - agree.get(i, 1.0)) * c))
+        if lost:
+            parts.append(f"label {i}: {lost} of {c}")
+    return ", ".join(parts)
+
+
+def _check_outputs(args: argparse.Namespace, outputs: list[Path], hdir: Path | None) -> None:
+    """Every output is a new or regular file in an existing, writable directory, distinct
+    from the inputs and from the other outputs; else the OSError writing it would raise
+    (exit 3), before anything is read or solved."""
+    from .. import io
+    inputs = {f"IMAGE {args.image}": Path(args.image),
+              f"--scribbles {args.scribbles}": Path(args.scribbles)}
+    io.check_distinct(outputs, inputs)
+    for p in outputs:
+        io.check_writable(p, args.overwrite)
+    if hdir is None:
+        return
+    for path in [*inputs.values(), *outputs]:
+        if io.same_file(path.parent, hdir) and re.fullmatch(r"eigenvector_\d+\.png", path.name):
+            raise io.OutputClashError(f"--heatmaps {hdir} would overwrite {path}")
+    if hdir.exists() and not hdir.is_dir():
+        raise FileExistsError(f"--heatmaps {hdir} exists and is not a directory")
+    io.check_writable(hdir / "eigenvector_1.png" if hdir.is_dir() else hdir, args.overwrite)
+    if hdir.is_dir():       # how many maps is known only after the solve: check all there are
+        for old in sorted(hdir.glob("eigenvector_*.png")):
+            io.check_writable(old, args.overwrite)
+
+
+def _methods(args: argparse.Namespace) -> int:
+    """``segapp methods [NAME] [--markdown]``: generated from the option declarations."""
+    from ..methods import REGISTRY, available_methods, get
+    from ..options import markdown
+    if args.markdown:
+        print(markdown([(n, c.description, c.options) for n, c in REGISTRY.items()]), end="")
+        return 0
+    if args.name is not None:
+        cls = get(args.name)
+        print(f"{cls.name}: {cls.description}")
+        print("options (setup: fixed per image / Session; solve: per edit / update):")
+        rows = [(o.flag, o.default_text(), o.range_text(), o.stage, o.help) for o in cls.options]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        for r in rows:
+            print("  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)) + "  " + r[4])
+        return 0
+    names = available_methods()
+    width = max(len(n) for n, _ in names)
+    for name, text in names:
+        print(f"{name:<{width}}  {text}")
+    print("\n'segapp methods NAME' lists a method's options.")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``segapp`` script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "batch":  # own exit statuses: the number of failed images
+        from . import batch
+        return batch.main(argv[1:])
+    if not argv or (argv[0] not in ("segment", "methods") and not argv[0].startswith("-")):
+        if len(argv) > 1:   # `segapp *.jpg`, a misspelt command: a usage error, not a path
+            return _fail(f"unknown command {argv[0]!r}: the app opens one PATH; commands are "
+                         "'segment', 'batch' and 'methods' (see 'segapp --help')", EXIT_INPUT)
+        path = argv[0] if argv else None
+        if path is not None and not Path(path).exists():
+            return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",
+                         EXIT_INPUT)
+        from ..gui.app import run
+        return run(path)
+    try:
+        method = method_from_argv(argv) if argv[0] == "segment" else DEFAULT_METHOD
+        from ..methods import get
+        get(method)   # an unknown --method fails here, before its flags are needed
+        args = build_parser(method).parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return 0
+        return _segment(args) if args.command == "segment" else _methods(args)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_INPUT)
+    except SolverError as exc:
+        return _fail(f"solver failed: {exc}", EXIT_SOLVER)
+    except (InvalidInputError, SegappError) as exc:
+        return _fail(str(exc), EXIT_INPUT)
+    except OSError as exc:
+        return _fail(str(exc) or type(exc).__name__, EXIT_OUTPUT)
+    except MemoryError:
+        return _fail("out of memory: try a smaller image", EXIT_SOLVER)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"segapp: error: {message.splitlines()[0] if message else 'failed'}", file=sys.stderr)
+    return code
+

@@ -1,0 +1,7 @@
+"""``python -m segapp.cli``: the ``segapp`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

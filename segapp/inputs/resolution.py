@@ -1,0 +1,196 @@
+"""Working resolution: segment large photos on a reduced grid, answer at full resolution.
+
+A pixel-graph eigensolver costs time and memory linear in the pixel count with a large
+constant (measured 11–14 s and 1.2–1.3 KB per pixel at 1.1M px, see README), so a 12-megapixel
+photo cannot be segmented interactively at full resolution. :class:`segapp.Session` therefore
+builds the graph of an area-averaged copy with at most ``max_pixels`` pixels
+(:data:`DEFAULT_MAX_PIXELS`), transfers the strokes to that grid (:func:`reduce_strokes`:
+majority per coarse pixel, and every painted label keeps at least one, so thin strokes
+survive), solves there, and brings the result back: labels by nearest neighbour, eigenvectors by bilinear interpolation, and every
+painted pixel keeps the label the user painted. Region boundaries are then accurate to one
+coarse pixel (``√(H·W / max_pixels)`` full-resolution pixels).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..result import Segmentation
+
+#: Largest graph the session builds by default (≈ 2 s per solve on 2 cores; see README).
+DEFAULT_MAX_PIXELS = 500_000
+
+
+def working_shape(shape: tuple[int, int], max_pixels: int | None) -> tuple[int, int]:
+    """The reduced ``(h, w)`` keeping the aspect ratio, or ``shape`` itself if small enough."""
+    H, W = shape
+    if max_pixels is None or H * W <= max_pixels:
+        return H, W
+    f = np.sqrt(max_pixels / (H * W))
+    h, w = max(2, int(H * f)), max(2, int(W * f))
+    # a very elongated image: the short side stops at 2, the long one takes what is left
+    if h * w > max_pixels:
+        if h == 2:
+            w = max(2, max_pixels // 2)
+        else:
+            h = max(2, max_pixels // 2)
+    return min(h, H), min(w, W)
+
+
+def reduce_image(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Area-averaged (anti-aliased) copy of a float image at ``shape``."""
+    if image.shape[:2] == tuple(shape):
+        return image
+    from skimage.transform import resize
+    out = resize(image, tuple(shape) + image.shape[2:], anti_aliasing=True, preserve_range=True)
+    return np.clip(out, 0, 1).astype(np.float32)
+
+
+def reduce_map(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Transfer a stroke label map (0 = unlabelled) to a coarser grid, keeping every label.
+
+    See :func:`reduce_strokes` for the rule.
+    """
+    return reduce_strokes(labels, shape)[0]
+
+
+def reduce_strokes(labels: np.ndarray, shape: tuple[int, int],
+                   confidence: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Stroke labels (and their confidences) on a coarser grid; every painted label survives.
+
+    Each coarse pixel covers a block of fine pixels (fine ``(y, x)`` → coarse
+    ``(y·h // H, x·w // W)``). The rule:
+
+    1. a coarse pixel touched by strokes takes the label with the **most** stroke pixels in
+       its block (ties: the smaller label id), so a thin stroke still marks every coarse pixel
+       it crosses and a block shared by two labels goes to the one painted more there;
+    2. a label that won no coarse pixel that way (all its pixels lie in blocks another label
+       dominates — e.g. a stroke thinner than the reduction factor running beside a wider
+       one) takes the block where it has the most pixels, unless that block is the only one
+       of its winner; then the coarse pixel nearest its pixels' centre that is free or whose
+       winner has another one. So **every label painted at full resolution is painted at the
+       working resolution**, at or next to where it was painted.
+
+    Confidences (soft strokes) go with the labels: a coarse pixel gets the mean confidence of
+    its label's fine pixels in its block (of all that label's pixels after a move in step 2).
+
+    Raises
+    ------
+    InvalidInputError
+        More labels than coarse pixels (only on absurdly small working grids).
+    """
+    H, W = labels.shape
+    h, w = shape
+    out = np.zeros(shape, labels.dtype)
+    small_conf = None if confidence is None else np.zeros(shape, np.float64)
+    ys, xs = np.nonzero(labels)
+    if ys.size == 0:
+        return out, small_conf
+    ids, lab = np.unique(labels[ys, xs], return_inverse=True)
+    L = ids.size
+    if L > h * w:
+        raise InvalidInputError(f"{L} labels do not fit on a {w}×{h} working grid")
+    cell = (ys * h // H) * w + xs * w // W
+    pairs, inverse, counts = np.unique(cell * L + lab, return_inverse=True, return_counts=True)
+    pcell, plab = pairs // L, pairs % L
+    # 1. majority per coarse pixel (pairs sorted by cell, then most pixels, then label id)
+    order = np.lexsort((plab, -counts, pcell))
+    first = order[np.r_[True, pcell[order][1:] != pcell[order][:-1]]]
+    owner = np.full(h * w, -1, np.int64)
+    owner[pcell[first]] = plab[first]
+    n_cells = np.bincount(owner[owner >= 0], minlength=L)
+    # 2. labels without a coarse pixel
+    for j in np.flatnonzero(n_cells == 0):
+        mine = np.flatnonzero(plab == j)
+        target = -1
+        for q in mine[np.argsort(-counts[mine], kind="stable")]:
+            if n_cells[owner[pcell[q]]] >= 2:
+                target = int(pcell[q])
+                break
+        if target < 0:
+            free = (owner < 0) | (n_cells[np.maximum(owner, 0)] >= 2)
+            cy, cx = np.divmod(np.flatnonzero(free), w)
+            sel = lab == j
+            my, mx = (ys[sel] * h / H).mean(), (xs[sel] * w / W).mean()
+            target = int(np.flatnonzero(free)[np.argmin((cy + 0.5 - my) ** 2
+                                                         + (cx + 0.5 - mx) ** 2)])
+        if owner[target] >= 0:
+            n_cells[owner[target]] -= 1
+        owner[target] = j
+        n_cells[j] += 1
+    taken = owner >= 0
+    out.ravel()[taken] = ids[owner[taken]]
+    if confidence is not None:
+        q = np.asarray(confidence, np.float64)[ys, xs]
+        pair_mean = np.bincount(inverse, weights=q, minlength=pairs.size) / counts
+        label_mean = np.bincount(lab, weights=q, minlength=L) / np.bincount(lab, minlength=L)
+        cells = np.flatnonzero(taken)
+        key = cells * L + owner[cells]
+        pos = np.minimum(np.searchsorted(pairs, key), pairs.size - 1)
+        found = pairs[pos] == key          # the owner painted in this block itself
+        small_conf.ravel()[cells] = np.where(found, pair_mean[pos], label_mean[owner[cells]])
+    return out, small_conf
+
+
+def bilinear(A: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``A`` (h, w[, c]) resampled to ``shape`` by linear interpolation between pixel centres
+    (as ``skimage.transform.resize(order=1)`` without anti-aliasing), float32.
+
+    Separable: rows, then columns, each a gather of two neighbours and a weighted sum —
+    NumPy operations that release the GIL (scipy.ndimage's zoom held it 4 s at 12 MP).
+    """
+    def axis_weights(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        x = (np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5
+        x = np.clip(x, 0, n_in - 1)
+        i0 = np.floor(x).astype(np.intp)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        return i0, i1, (x - i0).astype(np.float32)
+
+    A = np.asarray(A, dtype=np.float32)
+    H, W = shape
+    y0, y1, wy = axis_weights(A.shape[0], H)
+    x0, x1, wx = axis_weights(A.shape[1], W)
+    extra = (1,) * (A.ndim - 2)
+    rows = A[y0] * (1 - wy).reshape(-1, 1, *extra) + A[y1] * wy.reshape(-1, 1, *extra)
+    return (rows[:, x0] * (1 - wx).reshape(1, -1, *extra)
+            + rows[:, x1] * wx.reshape(1, -1, *extra)).astype(np.float32, copy=False)
+
+
+def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
+                   vectors: bool = True) -> Segmentation:
+    """Bring a result computed on a coarse grid back to the scribbles' full resolution.
+
+    ``vectors=False`` drops the eigenvectors (shape ``(H, W, 0)``) instead of interpolating
+    them: a quick preview needs only the labels. The confidence map, if any, is interpolated
+    bilinearly (nearest coarse pixel with ``vectors=False``) and is 1 on every painted pixel,
+    as at the working resolution.
+    """
+    H, W = scribbles.shape
+    h, w = result.labels.shape
+    if (h, w) == (H, W):
+        return result
+    yi = np.minimum((np.arange(H) * h) // H, h - 1)
+    xi = np.minimum((np.arange(W) * w) // W, w - 1)
+    labels = result.labels[yi[:, None], xi[None, :]]
+    painted = scribbles > 0
+    labels[painted] = scribbles[painted]
+    small = result.eigenvectors
+    if vectors:
+        result.working_eigenvectors = small    # heat maps' colour ranges need no more
+        V = lambda: bilinear(small, (H, W))    # noqa: E731 — when first read (4 s at 12 MP)
+    else:
+        V = np.zeros((H, W, 0), np.float32)
+    def enlarge_confidence(conf: np.ndarray) -> np.ndarray:
+        if vectors:
+            conf = bilinear(conf, (H, W))
+        else:
+            conf = conf[yi[:, None], xi[None, :]]
+        conf = np.clip(conf, 0.0, 1.0).astype(np.float32)
+        conf[painted] = 1.0
+        return conf
+
+    result.map_confidence(enlarge_confidence)   # when first read
+    result.labels = labels
+    result.eigenvectors = V
+    return result

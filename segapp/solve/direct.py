@@ -1,0 +1,386 @@
+r"""Direct solves of the strokes' Dirichlet problem: one factor per image, a low-rank update per edit.
+
+The maths
+---------
+The harmonic potentials of :mod:`segapp.solve.harmonic` solve ``Ã(F) x = b`` with
+``Ã(F) = Π L Π + (I − Π) diag(L)`` (Π: the unpainted pixels, F the painted ones). Stored
+with the Laplacian's whole pattern (zeros where an edge touches a painted pixel), every
+``Ã(F)`` has the same sparsity pattern, so one fill-reducing order
+(:func:`segapp.solve.ordering.grid_nested_dissection`) and one symbolic analysis serve every edit
+of an image; a stroke set ``F₀`` (the *base*) gets a numeric factor
+``P Ã(F₀) Pᵀ = L Lᵀ`` (:class:`segapp.solve.cholmod.Factor`).
+
+An edit changes the painted set to F. Against the base, N = F \ F₀ are newly painted and
+R = F₀ \ F unpainted. With ``u = L⁻¹ P b`` (b zero on N and R):
+
+* a newly painted pixel gets ``x = 0`` by a free multiplier μ on its row (``A₀ x = b + E μ``
+  with ``Eᵀx = 0``; the base matrix's coupling to it then multiplies zero). Only the pixels
+  of N with a still-unpainted neighbour (N's boundary Bd) need one: an interior pixel's row,
+  with zero right-hand side and only pinned or interior neighbours, already gives zero;
+* an unpainted pixel, whose row stood apart in the base, becomes an extra unknown ``x_R``
+  bordered onto the base system: ``A_FR`` couples it to the base's free pixels (non-zero only
+  on R's boundary Rb) and ``A_RR`` among themselves.
+
+With ``V = [E_Bd  A_{·Rb}]``, ``Z = L⁻¹ P V`` and ``G = Zᵀ Z`` this is the symmetric system
+
+.. math:: \begin{pmatrix} −G_{BB} & G_{BR} \\ G_{RB} & A_{RR} − G_{RR} \end{pmatrix}
+          \begin{pmatrix} μ \\ x_R \end{pmatrix} =
+          \begin{pmatrix} Z_Bᵀ u \\ b_R − Z_Rᵀ u \end{pmatrix},
+          \qquad x = Pᵀ L^{-T} (u + Z_B μ − Z_R x_{Rb}),
+
+exact (the Sherman–Morrison–Woodbury identity in bordered form). Each column of ``P V`` has a
+handful of entries, so ``Z``'s columns are non-zero only on the elimination-tree paths from
+them to the root (Gilbert's reach): a supernodal forward solve restricted to the supernodes on
+those paths (:func:`_reach_solve`) costs a small part of a full solve. An edit is one forward
+solve, the reach solves, a dense system of ``|Bd| + |R|`` unknowns and one backward solve. A
+3-px stroke of ~100 px costs a fifth of a numeric refactor + solve at 250K px, a seventh at
+1.1M (``benchmarks/crossover.py``); past a border that grows like ``√n``
+(:attr:`DirichletFactor.max_rank`), many unpainted pixels
+(:attr:`DirichletFactor.max_border`) or a reach block above :data:`REACH_BYTES_PER_PIXEL`,
+the refactor is cheaper and is done instead.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+
+from . import cholmod
+from ..cancel import CancelLike, CancelToken
+from ..errors import SolverError
+from .ordering import grid_nested_dissection
+
+_trsm = la.get_blas_funcs("trsm", dtype=np.float64)
+
+#: Updates whose border (pinned boundary + unpainted boundary) is at most
+#: ``RANK_PER_SQRT_N · √n`` (at least 64) are applied from the base factor, larger ones by a
+#: numeric refactor (``benchmarks/crossover.py``: at 250K a 3-px stroke of 1,822 px — border
+#: 1,214 — still updated in 1.8 s against 2.7 s, 480 scattered pixels did not; 1.1M: a border
+#: of 1,597 updated in 4.6 s against 5.5 s; both under load).
+RANK_PER_SQRT_N = 2.5
+#: Unpainted pixels up to ``BORDER_PER_SQRT_N · √n`` (at least 1,000) are bordered onto the
+#: base factor — a dense system of that size, O(m³), against a refactor that grows like
+#: n^1.5 — more are refactored (speed.py: erasing a 2,600-px stroke at 1.1M px was
+#: refactored in 3.0 s, 4.7× the added stroke, with a fixed bound of 2,500).
+BORDER_PER_SQRT_N = 4.0
+#: ... and only while the reach solve's dense block stays under this many bytes per pixel.
+REACH_BYTES_PER_PIXEL = 64
+#: The direct solver is used up to this many pixels (its factor: 570–750 B/px measured from
+#: 44K to 1.1M px, growing like log n) and while the symbolic analysis says the factor fits
+#: :data:`MAX_FACTOR_BYTES`; beyond either, the iterative solver (0.9 KB/px) serves.
+MAX_PIXELS = 4_000_000
+MAX_FACTOR_BYTES = 3 * 2**30
+#: With ``linear_solver="auto"``, images up to this size are factored for their first solve
+#: too (a factor costs about what a cold AMG set-up + CG does there, and every answer of a
+#: session is then exact: a fresh session and an edited one agree to the last pixel);
+#: larger ones get their first answer iteratively and are factored in the background.
+COLD_PIXELS = 600_000
+
+
+def available() -> bool:
+    """Whether the direct solver can be used on this machine (CHOLMOD 3 loads)."""
+    return cholmod.available()
+
+
+class DirichletFactor:
+    """Per image: the ordering and symbolic analysis, a numeric factor of one base stroke set,
+    and exact solves for any other stroke set by a low-rank update (see module doc).
+
+    Parameters
+    ----------
+    laplacian : csr_matrix
+        The image graph's ``L_D`` (symmetric).
+    shape : (H, W)
+        The pixel grid (the ordering's nested dissection follows it).
+    reach : int
+        The largest row / column distance of an edge (:func:`segapp.solve.ordering.offsets_reach`).
+    """
+
+    def __init__(self, laplacian: sp.spmatrix, shape: tuple[int, int], reach: int = 1) -> None:
+        t = time.perf_counter()
+        L = sp.csr_matrix(laplacian)
+        self.n = n = L.shape[0]
+        self.L = L
+        lower = sp.tril(L, format="csc")
+        lower.sort_indices()
+        self._rows = lower.indices
+        self._cols = np.repeat(np.arange(n, dtype=np.int32), np.diff(lower.indptr))
+        self._data = lower.data
+        #: The analysis alone (never factored): every factor is a copy of it, so a new one
+        #: can be computed (in the background) while the last one still serves solves.
+        self._symbolic = cholmod.Factor(lower.indptr, lower.indices,
+                                        grid_nested_dissection(shape, reach))
+        if self._symbolic.nbytes > MAX_FACTOR_BYTES:
+            raise SolverError(f"the factor would need {self._symbolic.nbytes / 2**30:.1f} GB "
+                              f"(budget {MAX_FACTOR_BYTES / 2**30:.0f} GB)")
+        self.perm = self._symbolic.perm
+        self.iperm = np.empty_like(self.perm)
+        self.iperm[self.perm] = np.arange(n)
+        self._current: _Base | None = None
+        self.max_rank = max(64, int(RANK_PER_SQRT_N * np.sqrt(n)))
+        self.max_border = max(1000, int(BORDER_PER_SQRT_N * np.sqrt(n)))
+        #: Seconds of the last analysis / factorization / update (diagnostics, benchmarks).
+        self.timings: dict[str, float] = {"analyse": time.perf_counter() - t}
+
+    # -- the base factor -------------------------------------------------------------------
+    @property
+    def base(self) -> np.ndarray | None:
+        """The painted mask the numeric factor was made for (None before the first)."""
+        cur = self._current
+        return None if cur is None else cur.base
+
+    def factor(self, fixed: np.ndarray, cancel: CancelLike = None) -> None:
+        """Numerically factor ``Ã(fixed)`` and make ``fixed`` the base (GIL released).
+
+        The new factor is computed on a copy of the analysis and swapped in when complete
+        (one attribute assignment): a solve running meanwhile in another thread finishes on
+        the factor it started with, as exactly.
+        """
+        token = CancelToken.of(cancel)
+        t = time.perf_counter()
+        r, c = self._rows, self._cols
+        data = self._data * ((r == c) | ~(fixed[r] | fixed[c]))
+        token.check()
+        f = self._symbolic.copy()
+        f.factorize(data)
+        self._current = _Base(f, np.array(fixed, dtype=bool, copy=True))
+        self.timings["factor"] = time.perf_counter() - t
+
+    def reset(self) -> None:
+        """Forget the base: the next :meth:`solve` factors its own strokes."""
+        self._current = None
+
+    def changed(self, fixed: np.ndarray, cur: "_Base | None" = None) -> np.ndarray:
+        """The pixels painted or unpainted since the base (T)."""
+        cur = cur or self._current
+        if cur is None:
+            return np.arange(self.n)
+        return np.flatnonzero(fixed != cur.base)
+
+    def can_update(self, fixed: np.ndarray) -> bool:
+        """Whether ``fixed`` is within an update of the base (else :meth:`solve` refactors)."""
+        return self.base is not None and _Update.of(self, fixed, self.changed(fixed)) is not None
+
+    # -- solves ----------------------------------------------------------------------------
+    def solve(self, fixed: np.ndarray, b: np.ndarray, cancel: CancelLike = None) -> np.ndarray:
+        """``Ã(fixed)⁻¹ b``, exact: from the base factor, updated or refactored as needed."""
+        token = CancelToken.of(cancel)
+        cur = self._current                   # one snapshot: a rebase may swap it meanwhile
+        if cur is None:
+            self.factor(fixed, token)
+            cur = self._current
+        T = self.changed(fixed, cur)
+        token.check()
+        t = time.perf_counter()
+        if T.size == 0:
+            x = cur.factor.solve(b)
+        else:
+            x = self._bordered_solve(cur, fixed, T, b, token)
+        self.timings["solve"] = time.perf_counter() - t
+        return x
+
+    def _bordered_solve(self, cur: "_Base", fixed: np.ndarray, T: np.ndarray, b: np.ndarray,
+                        token: CancelToken) -> np.ndarray:
+        """The module doc's bordered update for the changed pixels T (None-safe: refactors)."""
+        t0 = time.perf_counter()
+        up = _Update.of(self, fixed, T)
+        if up is None:
+            return self._refactored_solve(fixed, b, token)
+        reach_rows, Z = _reach_solve(cur.supernodes(), self.iperm[up.rows], up.cols, up.vals,
+                                     up.m, max_bytes=REACH_BYTES_PER_PIXEL * self.n)
+        if Z is None:   # too wide a reach for an update: refactor instead
+            return self._refactored_solve(fixed, b, token)
+        self.timings["reach"] = time.perf_counter() - t0
+        token.check()
+        squeeze = np.ndim(b) == 1
+        B = np.array(b, dtype=np.float64, copy=True).reshape(self.n, -1)
+        b_R = B[up.R].copy()
+        B[up.N] = 0.0           # the base system's rows there are pinned / kept apart
+        B[up.R] = 0.0
+        U = cur.factor.solve_L(B[self.perm])
+        token.check()
+        zu = Z.T @ U[reach_rows]
+        nb = up.Bd.size
+        G = Z.T @ Z
+        K, rhs = up.system(G, zu, b_R)
+        try:
+            sol = la.solve(K, rhs, assume_a="sym", check_finite=False)
+        except la.LinAlgError as exc:   # K singular only if Ã(fixed) is
+            raise SolverError(f"the stroke update's bordered system is singular: {exc}") \
+                from None
+        mu, x_R = sol[:nb], sol[nb:]
+        U[reach_rows] += Z[:, :nb] @ mu - Z[:, nb:] @ x_R[up.Rb]
+        y = cur.factor.solve_Lt(U)
+        x = np.empty_like(y)
+        x[self.perm] = y
+        x[up.R] = x_R
+        return x[:, 0] if squeeze else x
+
+    def _refactored_solve(self, fixed: np.ndarray, b: np.ndarray,
+                          token: CancelToken) -> np.ndarray:
+        self.factor(fixed, token)
+        return self._current.factor.solve(b)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: the factor plus the Laplacian's lower pattern."""
+        cur = self._current
+        return ((cur.factor.nbytes if cur is not None else 0) + self._data.nbytes
+                + self._rows.nbytes + self._cols.nbytes)
+
+
+class _Base:
+    """One numeric factor and the painted mask it was made for (replaced, never changed)."""
+
+    def __init__(self, factor: cholmod.Factor, base: np.ndarray) -> None:
+        self.factor, self.base = factor, base
+        self._supernodes: _Supernodes | None = None
+
+    def supernodes(self) -> "_Supernodes":
+        if self._supernodes is None:
+            self._supernodes = _Supernodes(*self.factor.supernodes())
+        return self._supernodes
+
+
+def _neighbour_entries(L: sp.csr_matrix, T: np.ndarray) -> np.ndarray:
+    """Positions in ``L.indices`` / ``L.data`` of the rows T (row by row)."""
+    counts = np.diff(L.indptr)[T]
+    first = L.indptr[T] - (np.cumsum(counts) - counts)
+    return np.repeat(first, counts) + np.arange(counts.sum())
+
+
+def _neighbours(L: sp.csr_matrix, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pattern of the rows T of a symmetric L: (column, index of the row in T)."""
+    idx = _neighbour_entries(L, T)
+    return L.indices[idx], np.repeat(np.arange(T.size), np.diff(L.indptr)[T])
+
+
+class _Update:
+    """The bordered system of an edit against the base (module doc, *Updates*).
+
+    Newly painted pixels N are pinned: ``x_N = 0`` with a free multiplier μ on their rows;
+    only those on N's boundary (a neighbour unpainted now) need one — an interior pixel's row,
+    with zero right-hand side and only pinned or interior neighbours, already gives 0.
+    Unpainted pixels R (painted in the base, where their rows stood apart) become extra
+    unknowns ``x_R`` coupled to the base's free pixels by ``A_FR`` — non-zero only on R's
+    boundary Rb — and among themselves by ``A_RR``. With ``V = [E_Bd  A_{·Rb}]``,
+    ``Z = L⁻¹ P V``, ``G = Zᵀ Z`` and ``u = L⁻¹ P b``::
+
+        [ −G_BB        G_BR        ] [ μ   ]   [ Z_Bᵀ u        ]
+        [  G_RB   A_RR − G_RR      ] [ x_R ] = [ b_R − Z_Rᵀ u  ]
+
+    (G's R blocks placed on Rb), then ``x = Pᵀ L⁻ᵀ (u + Z_B μ − Z_R x_Rb)`` and ``x_R``.
+    """
+
+    def __init__(self, N, R, Bd, Rb, rows, cols, vals, A_RR) -> None:
+        self.N, self.R, self.Bd, self.Rb = N, R, Bd, Rb
+        self.rows, self.cols, self.vals = rows, cols, vals
+        self.m = Bd.size + Rb.size
+        self.A_RR = A_RR
+
+    @classmethod
+    def of(cls, d: "DirichletFactor", fixed: np.ndarray, T: np.ndarray) -> "_Update | None":
+        """The update's pieces, or None past :attr:`DirichletFactor.max_rank` /
+        :attr:`DirichletFactor.max_border` (then a refactor is cheaper)."""
+        L = d.L
+        now = fixed[T]
+        N, R = T[now], T[~now]
+        if R.size > d.max_border:
+            return None
+        ni, nc = _neighbours(L, N)
+        open_ = np.zeros(N.size, dtype=bool)
+        np.logical_or.at(open_, nc, ~fixed[ni])
+        Bd = N[open_]
+        ri, rc = _neighbours(L, R)
+        w = L.data[_neighbour_entries(L, R)]
+        inR = np.full(d.n, -1, dtype=np.int64)
+        inR[R] = np.arange(R.size)
+        off = ri != R[rc]
+        to_free = off & ~fixed[ri] & (inR[ri] < 0)
+        within = off & (inR[ri] >= 0)
+        Rb, rb_col = np.unique(rc[to_free], return_inverse=True)
+        if Bd.size + Rb.size > d.max_rank:
+            return None
+        nb = Bd.size
+        rows = np.concatenate([Bd, ri[to_free]])
+        cols = np.concatenate([np.arange(nb), nb + rb_col.ravel()])
+        vals = np.concatenate([np.ones(nb), w[to_free]])
+        A_RR = np.zeros((R.size, R.size))
+        A_RR[np.arange(R.size), np.arange(R.size)] = L.diagonal()[R]
+        np.add.at(A_RR, (inR[ri[within]], rc[within]), w[within])
+        return cls(N, R, Bd, Rb, rows, cols, vals, A_RR)
+
+    def system(self, G: np.ndarray, zu: np.ndarray, b_R: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        nb, nr = self.Bd.size, self.R.size
+        K = np.zeros((nb + nr, nb + nr))
+        rb = nb + self.Rb
+        K[:nb, :nb] = -G[:nb, :nb]
+        K[:nb, rb] = G[:nb, nb:]
+        K[rb, :nb] = G[nb:, :nb]
+        K[nb:, nb:] = self.A_RR
+        K[np.ix_(rb, rb)] -= G[nb:, nb:]
+        rhs = np.empty((nb + nr, zu.shape[1]))
+        rhs[:nb] = zu[:nb]
+        rhs[nb:] = b_R
+        rhs[rb] -= zu[nb:]
+        return K, rhs
+
+
+class _Supernodes:
+    """The supernodal factor's panels and its supernodal elimination tree."""
+
+    def __init__(self, super_: np.ndarray, pi: np.ndarray, px: np.ndarray, s: np.ndarray,
+                 x: np.ndarray) -> None:
+        self.super, self.pi, self.px, self.s, self.x = super_, pi, px, s, x
+        ns = super_.size - 1
+        self.ncols = np.diff(super_)
+        self.nrows = np.diff(pi)
+        self.col2sn = np.repeat(np.arange(ns), self.ncols)
+        below = self.nrows > self.ncols
+        first = s[np.minimum(pi[:-1] + self.ncols, s.size - 1)]
+        self.parent = np.where(below, self.col2sn[first], -1)
+
+
+def _reach_solve(sn: _Supernodes, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+                 m: int, max_bytes: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``L⁻¹ B`` for a sparse ``B`` (n × m, given as triplets in the factor's order).
+
+    Only the supernodes on the elimination-tree paths from B's rows to the root can be
+    non-zero in the solution (Gilbert's reach); they are solved in order (children first:
+    CHOLMOD post-orders the tree), each by a dense triangular solve of its diagonal block and
+    one product with its panel below. Returns the rows of the reach (factor order) and the
+    solution there, or ``(rows, None)`` if that dense block would exceed ``max_bytes``.
+    """
+    mark = np.zeros(sn.parent.size, dtype=bool)
+    cur = np.unique(sn.col2sn[rows])
+    while cur.size:
+        cur = cur[~mark[cur]]
+        mark[cur] = True
+        up = sn.parent[cur]
+        cur = np.unique(up[up >= 0])
+    reach = np.flatnonzero(mark)
+    lo, hi = sn.super[reach], sn.super[reach + 1]
+    width = hi - lo
+    reach_rows = np.repeat(lo - np.cumsum(width) + width, width) + np.arange(width.sum())
+    if reach_rows.size * m * 8 > max_bytes:
+        return reach_rows, None
+    pos = np.full(sn.col2sn.size, -1, dtype=np.int64)
+    pos[reach_rows] = np.arange(reach_rows.size)
+    X = np.zeros((reach_rows.size, m))
+    np.add.at(X, (pos[rows], cols), vals)
+    start = np.cumsum(width) - width
+    s, pi, px, x = sn.s, sn.pi, sn.px, sn.x
+    for j, p0 in zip(reach.tolist(), start.tolist()):
+        nc, nr = int(sn.ncols[j]), int(sn.nrows[j])
+        panel = x[px[j]:px[j] + nr * nc].reshape(nc, nr).T    # column-major nr × nc
+        Xs = X[p0:p0 + nc]
+        # Xs ← T⁻¹ Xs as Xsᵀ ← Xsᵀ T⁻ᵀ on the Fortran view of the C-ordered block (in place)
+        _trsm(1.0, panel[:nc], Xs.T, side=1, lower=1, trans_a=1, overwrite_b=1)
+        if nr > nc:
+            below = pos[s[pi[j] + nc:pi[j + 1]]]
+            X[below] -= panel[nc:] @ Xs
+    return reach_rows, X

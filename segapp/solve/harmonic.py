@@ -1,0 +1,462 @@
+"""FAST-GE's eigenvectors from the strokes' harmonic potentials: k − 1 linear solves + Rayleigh–Ritz.
+
+The maths (FAST-GE §4.3, §4.7)
+------------------------------
+With ``A = L_D + L_ML`` and ``B = D/n + L_CL`` on ``dᵀx = 0`` (:mod:`segapp.solve.pencil`), the
+must-link cliques of §4.7 weigh every pair inside a label's strokes by ``c d_i d_j`` with
+``c = 1/(d_min d_max)``: a stroke of t pixels is held together by a clique of total weight
+``≈ t²``, while the image graph gives each pixel a degree of at most 8. Any vector that is
+not nearly constant on each label's strokes pays that clique's energy, so the k − 1 wanted
+eigenvectors are — to O(1/c) — constant on each label's strokes. Restricted to such vectors,
+``L_ML`` vanishes and ``xᵀL_D x`` is minimised, for given stroke values ``y ∈ ℝᵏ``, by the
+*harmonic extension*
+
+.. math:: x = E y + Φ y, \\qquad L_{FF}\\, φ_a = -L_{F S_a} 1 \\quad (a = 1 … k),
+
+(F: unpainted pixels, ``E``: the strokes' label indicators, ``φ_a``: the probability that a
+random walk from a pixel reaches label a's strokes first — Grady's random-walker potentials
+on FAST-GE's graph, ``Σ_a φ_a = 1``). So the wanted eigenvectors lie, to that accuracy, in
+the k-dimensional space ``span{E_a + φ_a}``, which contains the constant vector. The
+Rayleigh–Ritz procedure of the paper's own pencil ``(A, B)`` on that space (projected to
+``dᵀx = 0``) returns its k − 1 Ritz pairs: upper bounds on the eigenvalues, equal to them in
+the limit of stiff must-links. Measured on the coffee photo (44K px): Ritz values within
+1e-5 (constraint weight 1) and 2e-3 (weight 1e-2) of LOBPCG's at ``eig_tol`` 1e-9, labels
+100% equal; 250K px: 99.97% of the labels of that reference, 1.1M px / 5 labels: 99.98%
+(the default LOBPCG: 99.2%).
+
+This turns the eigenproblem into k − 1 linear solves with the *image's* Laplacian — no stiff
+clique in the matrix. Two ways to do them:
+
+* **direct** (:mod:`segapp.solve.direct`, when CHOLMOD is installed and the factor fits
+  :data:`segapp.solve.direct.MAX_PIXELS`): the Dirichlet matrix factored once per image for a base
+  stroke set, every edit solved exactly from that factor by a low-rank (Woodbury) update, and
+  the factor brought to the new strokes in the background (:meth:`HarmonicSolver.prepare`)
+  while the person looks at the answer;
+* **iterative**: block CG preconditioned by one smoothed-aggregation V-cycle (12–13 CG steps
+  from 44K to 1.1M px at ``cg_tol`` 1e-4, where block LOBPCG needed 10–32 iterations, each
+  about twice as costly). It answers the first edit of an image (no factor yet), and every
+  edit where the direct solver is missing or too big.
+
+The system is solved on all n pixels, ``Ã x = b`` with ``Ã = Π L_D Π + (I − Π) D`` (Π: the
+unpainted pixels; painted rows keep only their diagonal), so the matrix and its multigrid
+hierarchy keep their shape from one stroke set to the next: a hierarchy built for earlier
+strokes still preconditions the new system (:class:`HarmonicSolver` keeps it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
+
+from . import direct
+from .amg import DEFAULT_THETA, AMGPreconditioner
+from ..cancel import CancelLike, CancelToken
+from ..strokes.constraints import stroke_indicators
+from .eigensolve import AMG_SHIFT
+from ..errors import SolverError
+from .lobpcg import SolverDiagnostics, svqb
+from .pencil import Pencil
+
+#: SVQB's drop threshold in :func:`ritz_pairs`: the potentials always contain the constant
+#: vector (Σ_a Y_a = 1), which the projection to dᵀx = 0 makes exactly dependent.
+RITZ_DROP = 1e-10
+
+
+def dirichlet_matrix(L: sp.csr_matrix, fixed: np.ndarray) -> sp.csr_matrix:
+    """``Ã = Π L Π + (I − Π) diag(L)``: every edge touching a ``fixed`` pixel removed.
+
+    Unpainted rows keep their full degree on the diagonal (the painted neighbours' pull is in
+    the right-hand side); painted rows keep only the diagonal, so their unknowns decouple.
+    """
+    if not sp.isspmatrix_csr(L):
+        L = sp.csr_matrix(L)
+    cols = L.indices
+    rows = np.repeat(np.arange(L.shape[0], dtype=cols.dtype), np.diff(L.indptr))
+    keep = (rows == cols) | ~(fixed[rows] | fixed[cols])
+    # Row pointer of the kept entries from per-row counts: a cumulative sum over all entries
+    # holds the GIL (100 ms at 8.6M entries, the app's window frozen meanwhile); bincount
+    # releases it, and the sum over rows is 9× shorter.
+    indptr = np.zeros(L.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=L.shape[0]), out=indptr[1:])
+    return sp.csr_matrix((L.data[keep], cols[keep], indptr.astype(L.indptr.dtype)),
+                         shape=L.shape)
+
+
+def stroke_rhs(L: sp.csr_matrix, fixed: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
+    """``b_a = −Π L 1_{S_a}``: the pull of label a's strokes on each unpainted pixel."""
+    b = -(L @ stroke_indicators(np.ones(L.shape[0]), sets))
+    b[fixed] = 0.0
+    return b
+
+
+def painted(n: int, sets: list[np.ndarray]) -> np.ndarray:
+    """Boolean mask of the pixels that carry a stroke."""
+    fixed = np.zeros(n, dtype=bool)
+    for S in sets:
+        fixed[S] = True
+    return fixed
+
+
+def with_strokes(Y: np.ndarray, fixed: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
+    """``Y`` with each painted pixel set to its label's indicator (in place): ``E + Φ``."""
+    Y[fixed] = 0.0
+    for a, S in enumerate(sets):
+        Y[S, a] = 1.0
+    return Y
+
+
+def stroke_potentials(L: sp.csr_matrix, degrees: np.ndarray, sets: list[np.ndarray], *,
+                      theta: float = DEFAULT_THETA, tol: float = 1e-4, maxiter: int = 300,
+                      cancel: CancelLike = None) -> np.ndarray:
+    """``Y`` (n × k): ``Y_a = E_a + φ_a``, every label's strokes extended harmonically.
+
+    One cold iterative solve (a hierarchy built for these strokes, no state kept); a caller
+    that solves again and again keeps a :class:`HarmonicSolver` and calls its
+    :meth:`~HarmonicSolver.potentials` (direct where it can).
+    """
+    return HarmonicSolver(L, degrees, theta=theta).potentials(
+        sets, tol=tol, maxiter=maxiter, linear_solver="iterative", cancel=cancel)
+
+
+def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
+              tol: float = 1e-4, maxiter: int = 300, cancel: CancelLike = None
+              ) -> tuple[np.ndarray, int, np.ndarray]:
+    """Preconditioned conjugate gradients on every column of ``b`` at once.
+
+    One sparse product and one V-cycle per step serve all columns; each column has its own
+    step lengths (these are independent CG runs sharing the operator applications). Stops
+    when every ``‖b_j − A x_j‖ ≤ tol ‖b_j‖``. Returns x, the steps taken and the relative
+    residuals.
+    """
+    check = CancelToken.of(cancel).check
+    colnorm = lambda V: np.sqrt(np.einsum("ij,ij->j", V, V))  # noqa: E731 (no n×m temporaries)
+    bnorm = colnorm(b)
+    bnorm = np.where(bnorm > 0, bnorm, 1.0)
+    if x0 is None:
+        x = np.zeros_like(b)
+        r = b.copy()
+    else:
+        x = np.array(x0, dtype=np.float64)
+        r = b - A @ x
+    rel = colnorm(r) / bnorm
+    if np.all(rel <= tol):
+        return x, 0, rel
+    z = M(r)
+    p = z.copy()
+    rz = np.einsum("ij,ij->j", r, z)
+    for it in range(1, maxiter + 1):
+        check()
+        Ap = A @ p
+        pAp = np.einsum("ij,ij->j", p, Ap)
+        ok = pAp > 0
+        alpha = np.where(ok, rz / np.where(ok, pAp, 1.0), 0.0)
+        # In place through one scratch block: at 1.1M px the temporaries of `x += p * alpha`
+        # cost a seventh of a step.
+        np.multiply(p, alpha, out=z)
+        x += z
+        np.multiply(Ap, alpha, out=Ap)
+        r -= Ap
+        rel = colnorm(r) / bnorm
+        if not np.all(np.isfinite(rel)):
+            raise SolverError("the potentials' conjugate gradients produced non-finite values "
+                              "(the graph's weights are degenerate)")
+        if np.all(rel <= tol):
+            return x, it, rel
+        z = M(r)
+        rz_new = np.einsum("ij,ij->j", r, z)
+        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
+        rz = rz_new
+        p *= beta
+        p += z
+    return x, maxiter, rel
+
+
+def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int,
+               cancel: CancelLike = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rayleigh–Ritz of the pencil on ``span(Y)`` projected to ``dᵀx = 0``: θ and B-orthonormal X.
+
+    Dependent directions (the constant vector, which the potentials contain) are dropped by
+    an SVQB-style orthonormalisation of the B-Gram matrix. (The pencil's own residuals of
+    these pairs sit on the stroke rows, where the true eigenvectors vary by O(1/c) and the
+    potentials are constant: ``‖Ax − θBx‖`` is not what measures this solve's accuracy; the
+    CG residuals and the Ritz values are.)
+    """
+    check = CancelToken.of(cancel).check  # 0.25 s at 1.1M px: looked at between products
+    d = pencil.degrees
+    Yp = Y - (d @ Y) / d.sum()
+    AY = pencil.A(Yp)
+    check()
+    BY = pencil.B(Yp)
+    GA = Yp.T @ AY
+    check()
+    GB = Yp.T @ BY
+    try:
+        T = svqb(GB, drop=RITZ_DROP)
+    except np.linalg.LinAlgError:
+        T = np.zeros((GB.shape[0], 0))
+    if T.shape[1] < nev:
+        raise SolverError(f"the strokes' potentials span only {T.shape[1]} of {nev} directions")
+    GAt = T.T @ GA @ T
+    theta, C = np.linalg.eigh((GAt + GAt.T) / 2)
+    check()
+    return theta[:nev], Yp @ (T @ C[:, :nev])
+
+
+@dataclass
+class HarmonicState:
+    """What an edit leaves for the next: the hierarchy, the Dirichlet matrix it preconditions,
+    the painted mask, the potentials by label id, and how many CG steps the hierarchy needed
+    when it was built."""
+
+    M: AMGPreconditioner
+    A: sp.csr_matrix
+    fixed: np.ndarray
+    potentials: dict[int, np.ndarray]
+    fresh_steps: int
+
+
+class HarmonicSolver:
+    """FAST-GE's eigenpairs from the harmonic potentials, built once per graph (see module doc).
+
+    Parameters
+    ----------
+    laplacian, degrees
+        The image graph's ``L_D`` and degrees (built once per image).
+    theta : float
+        Strength threshold of the smoothed-aggregation hierarchy (:mod:`segapp.solve.amg`).
+    grid : (shape, reach), optional
+        The pixel grid of an image graph (:func:`segapp.solve.ordering.grid_nested_dissection`):
+        only image graphs get the direct solver.
+    """
+
+    def __init__(self, laplacian: sp.csr_matrix, degrees: np.ndarray, *,
+                 theta: float = DEFAULT_THETA,
+                 grid: tuple[tuple[int, int], int] | None = None) -> None:
+        self.L = sp.csr_matrix(laplacian)
+        self.degrees = np.asarray(degrees, dtype=np.float64)
+        self.theta = theta
+        self.state: HarmonicState | None = None
+        self.grid = grid
+        #: The direct solver (built by :meth:`prepare`, or by a solve with ``linear_solver``
+        #: "direct"); why it is not used, once that is known.
+        self.direct: direct.DirichletFactor | None = None
+        self.direct_unavailable: str | None = (
+            "not an image graph" if grid is None else
+            f"more than {direct.MAX_PIXELS} pixels" if self.L.shape[0] > direct.MAX_PIXELS
+            else None)
+        self._next: np.ndarray | None = None     # the painted mask prepare() factors for
+        self._mode = "auto"                      # the last solve's linear_solver
+        self._building = threading.Lock()        # prepare() and a solve may both build it
+
+    def _direct_usable(self) -> bool:
+        if self.direct_unavailable is None and not direct.available():
+            self.direct_unavailable = "CHOLMOD is not installed"
+        return self.direct_unavailable is None
+
+    def _build_direct(self) -> direct.DirichletFactor | None:
+        """The per-image analysis (ordering + symbolic factor), once; None if it cannot be."""
+        with self._building:
+            if self.direct is None and self._direct_usable():
+                assert self.grid is not None
+                try:
+                    self.direct = direct.DirichletFactor(self.L, *self.grid)
+                except (SolverError, MemoryError) as exc:
+                    self.direct_unavailable = str(exc)
+            return self.direct
+
+    def prepares_alongside(self) -> bool:
+        """Whether :meth:`prepare` can run while the next solve does: once a factor exists,
+        it computes the next one on a copy and swaps it in (:meth:`DirichletFactor.factor`),
+        and a solve uses whichever factor it started with — as exactly."""
+        d = self.direct
+        return d is not None and d.base is not None and self._mode != "iterative"
+
+    def prepare(self, cancel: CancelLike = None) -> None:
+        """Work for the *next* edit, done after this one's answer is shown (issue 21).
+
+        Builds the direct solver's analysis if needed and factors the Dirichlet matrix of the
+        last solve's strokes, so the next edit is a small update of it. Nothing to do when the
+        direct solver is off or unusable. The factorization (0.5 s at 250K px, 3–4 s at 1.1M)
+        releases the GIL; cancellation is checked between its steps. Once a factor exists
+        the next solve need not wait for this (:meth:`prepares_alongside`).
+        """
+        token = CancelToken.of(cancel)
+        fixed = self._next
+        if fixed is None or self._mode == "iterative" or not self._direct_usable():
+            return
+        with threadpool_limits(limits=1, user_api="blas"):
+            d = self._build_direct()
+            token.check()
+            if d is None or (d.base is not None and np.array_equal(d.base, fixed)):
+                return
+            try:
+                d.factor(fixed, token)
+            except (SolverError, MemoryError) as exc:
+                self.direct, self.direct_unavailable = None, str(exc)
+                return
+        self.state = None   # the direct solver serves from now on: free the hierarchy
+
+    def eigenpairs(self, pencil: Pencil, sets: list[np.ndarray], label_ids: list[int], *,
+                   nev: int, tol: float = 1e-4, maxiter: int = 300, reuse: bool = False,
+                   linear_solver: str = "auto", cancel: CancelLike = None,
+                   timings: dict[str, float] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
+        """The ``nev ≤ k − 1`` smallest Ritz pairs of ``pencil`` on the strokes' potentials.
+
+        ``reuse``: solve from the direct solver's factor of earlier strokes (updated), or
+        precondition with the previous edit's hierarchy, brought to these strokes
+        by :meth:`~segapp.solve.amg.AMGPreconditioner.galerkin_update`, and start from its
+        potentials, instead of building a hierarchy; it is built anew after a solve whose CG
+        steps exceed 1.5 × those of the hierarchy's first solve + 2 (the aggregates, made for
+        other strokes, have aged; and after pixels were unpainted: the old potentials and
+        aggregates then mislead CG — 45–108 steps instead of 11–14). ``linear_solver``:
+        "auto" solves directly, factoring now up to :data:`segapp.solve.direct.COLD_PIXELS` and
+        after :meth:`prepare` above (iteratively before), "direct" factors now if needed,
+        "iterative" never uses the factor. ``timings`` gets
+        ``dirichlet``, ``amg_setup`` (the build or the update), ``potentials`` and ``ritz``.
+        """
+        k = len(sets)
+        if not 1 <= nev <= k - 1:
+            raise ValueError(f"nev must lie in 1..k−1 = {k - 1}, got {nev}")
+        token = CancelToken.of(cancel)
+        timings = {} if timings is None else timings
+        n = self.L.shape[0]
+        t = time.perf_counter()
+        fixed = painted(n, sets)
+        b = stroke_rhs(self.L, fixed, sets[:k - 1])
+        timings["dirichlet"] = time.perf_counter() - t
+        token.check()
+        Phi, steps, rel, warm, how = self._potentials(fixed, b, label_ids[:k - 1], tol, maxiter,
+                                                      reuse, linear_solver, token, timings)
+        t = time.perf_counter()
+        Y = np.empty((n, k))
+        Y[:, :k - 1] = Phi
+        Y[:, k - 1] = 1.0 - Phi.sum(axis=1)
+        with_strokes(Y, fixed, sets)
+        token.check()
+        lam, X = ritz_pairs(pencil, Y, nev, cancel=token)
+        timings["ritz"] = time.perf_counter() - t
+        converged = bool(np.all(rel <= tol))
+        reason = (how if how is not None else
+                  f"potentials' CG residuals ≤ {tol:g}" if converged
+                  else f"iteration cap (potentials' CG residual {rel.max():.1e})")
+        diag = SolverDiagnostics(
+            iterations=steps, converged=converged, eigenvalues=lam.copy(), residuals=rel,
+            reason=reason, preconditioner_applications=steps + (how is None),
+            warm_start=warm, eigenvalue_change=np.nan)
+        return lam, X, diag
+
+    def _potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int], tol: float,
+                    maxiter: int, reuse: bool, linear_solver: str, token: CancelToken,
+                    timings: dict[str, float]
+                    ) -> tuple[np.ndarray, int, np.ndarray, bool, str | None]:
+        """``Ã(fixed)⁻¹ b`` by the direct or the iterative path (see :meth:`eigenpairs`)."""
+        n = self.L.shape[0]
+        self._next, self._mode = fixed, linear_solver
+        d = self.direct if linear_solver != "iterative" and self._direct_usable() else None
+        cold_direct = linear_solver == "direct" or (linear_solver == "auto"
+                                                    and n <= direct.COLD_PIXELS)
+        if cold_direct and d is None and self._direct_usable():
+            d = self._build_direct()
+        how = None
+        if d is not None and (d.base is not None or cold_direct):
+            warm = reuse and d.base is not None
+            try:
+                if not reuse:        # no reuse asked: factor these strokes afresh
+                    d.reset()
+                Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
+            except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
+                self.direct, self.direct_unavailable = None, str(exc)
+        if how is None:
+            Phi, steps, rel, warm = self._iterative_potentials(fixed, b, ids, tol,
+                                                               maxiter, reuse, token, timings)
+        return Phi, steps, rel, warm, how
+
+    def potentials(self, sets: list[np.ndarray], label_ids: list[int] | None = None, *,
+                   tol: float = 1e-4, maxiter: int = 300, linear_solver: str = "auto",
+                   cancel: CancelLike = None) -> np.ndarray:
+        """``Y`` (n × k): ``Y_a = E_a + φ_a`` for every label (CCSKL's basis), solved as
+        :meth:`eigenpairs` solves its k − 1: from the direct solver's factor where it can,
+        else iteratively (reusing the last hierarchy when ``label_ids`` name the labels)."""
+        token = CancelToken.of(cancel)
+        fixed = painted(self.L.shape[0], sets)
+        b = stroke_rhs(self.L, fixed, sets)
+        timings = {"dirichlet": 0.0}
+        reuse = label_ids is not None or linear_solver != "iterative"
+        ids = list(label_ids) if label_ids is not None else list(range(len(sets)))
+        if label_ids is None and self.state is not None:
+            self.state = None      # unnamed labels: no hierarchy to carry over
+        Y, *_ = self._potentials(fixed, b, ids, tol, maxiter, reuse, linear_solver, token,
+                                 timings)
+        return with_strokes(Y, fixed, sets)
+
+    def _direct_potentials(self, d: direct.DirichletFactor, fixed: np.ndarray, b: np.ndarray,
+                           token: CancelToken, timings: dict[str, float]
+                           ) -> tuple[np.ndarray, int, np.ndarray, str]:
+        """The potentials from the factor (updated or refactored): exact to rounding."""
+        t = time.perf_counter()
+        rank = d.changed(fixed).size if d.base is not None else -1
+        refactor = rank < 0 or not d.can_update(fixed)
+        Phi = d.solve(fixed, b, token)
+        timings["potentials"] = time.perf_counter() - t
+        if refactor:
+            timings["amg_setup"] = d.timings.get("factor", 0.0)  # the set-up this edit paid
+            timings["potentials"] -= timings["amg_setup"]
+        self.state = None
+        # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
+        r = b - self.L @ Phi
+        r[fixed] = 0.0
+        bn = np.linalg.norm(b, axis=0)
+        rel = np.linalg.norm(r, axis=0) / np.where(bn > 0, bn, 1.0)
+        how = ("potentials by a direct solve: numeric factor" if refactor else
+               "potentials by a direct solve: the base factor" if rank == 0 else
+               f"potentials by a direct solve: the base factor updated for {rank} changed "
+               "pixels")
+        return Phi, 0, rel, f"{how} (relative residual {rel.max():.0e})"
+
+    def _iterative_potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int],
+                              tol: float, maxiter: int, reuse: bool, token: CancelToken,
+                              timings: dict[str, float]
+                              ) -> tuple[np.ndarray, int, np.ndarray, bool]:
+        """Block CG with the AMG hierarchy (kept and Galerkin-updated from edit to edit)."""
+        n = self.L.shape[0]
+        t = time.perf_counter()
+        A = dirichlet_matrix(self.L, fixed)
+        timings["dirichlet"] += time.perf_counter() - t
+        st = self.state
+        # After an unpainting the old potentials and aggregates mislead CG (45–108 steps
+        # instead of 11–14 when a label was cleared): start afresh.
+        warm = (reuse and st is not None and st.fixed.shape == fixed.shape
+                and not np.any(st.fixed & ~fixed))
+        # Forget the state before touching its hierarchy: a solve cancelled half-way must not
+        # leave a hierarchy that no longer matches the recorded matrix.
+        self.state = None
+        x0 = None
+        t = time.perf_counter()
+        if warm:
+            M = st.M
+            M.cancel = token
+            M.galerkin_update(A - st.A, decoupled=np.flatnonzero(fixed & ~st.fixed),
+                              recoupled=np.flatnonzero(st.fixed & ~fixed))
+            x0 = np.column_stack([st.potentials.get(i, np.zeros(n)) for i in ids])
+            x0[fixed] = 0.0
+        else:
+            M = AMGPreconditioner(A + sp.diags(AMG_SHIFT * self.degrees), theta=self.theta,
+                                  cancel=token)
+        timings["amg_setup"] = time.perf_counter() - t
+        t = time.perf_counter()
+        M.cancel = token
+        try:
+            Phi, steps, rel = block_pcg(A, M, b, x0=x0, tol=tol, maxiter=maxiter, cancel=token)
+        finally:
+            M.cancel = None
+        timings["potentials"] = time.perf_counter() - t
+        fresh = st.fresh_steps if warm else steps
+        if not (warm and steps > 1.5 * fresh + 2):  # else stale: build anew next time
+            self.state = HarmonicState(M, A, fixed, dict(zip(ids, Phi.T.copy())), fresh)
+        return Phi, steps, rel, warm

@@ -1,0 +1,110 @@
+"""segapp.inputs.resolution: strokes on the working grid (every painted label survives, majority rule,
+confidences follow their labels) and the working shape."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from segapp.inputs.resolution import reduce_map, reduce_strokes, working_shape
+
+
+def _blocks(H, W, h, w):
+    """Fine pixel → coarse pixel, by the rule the module documents."""
+    return (np.arange(H)[:, None] * h // H), (np.arange(W)[None, :] * w // W)
+
+
+@st.composite
+def label_maps(draw):
+    H = draw(st.integers(2, 60))
+    W = draw(st.integers(2, 60))
+    k = draw(st.integers(1, 9))
+    density = draw(st.sampled_from([0.002, 0.02, 0.2, 0.8]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    s = np.where(rng.random((H, W)) < density, rng.integers(1, k + 1, (H, W)), 0)
+    if draw(st.booleans()):            # thin lines, as strokes are
+        for lab in range(1, k + 1):
+            r = rng.integers(0, H)
+            s[r, rng.integers(0, W):] = lab
+    max_pixels = draw(st.integers(4, H * W))
+    return s, max_pixels
+
+
+@settings(max_examples=300, deadline=None)
+@given(label_maps())
+def test_every_painted_label_survives_the_reduction(case):
+    s, max_pixels = case
+    shape = working_shape(s.shape, max_pixels)
+    labels = set(np.unique(s)) - {0}
+    if len(labels) > shape[0] * shape[1]:
+        return                                 # cannot fit: refused (tested below)
+    small = reduce_map(s, shape)
+    assert small.shape == shape
+    assert set(np.unique(small)) - {0} == labels
+    # majority rule: a coarse pixel keeps a label that has at least as many fine pixels in its
+    # block as any other — unless it was handed to a label left without any coarse pixel
+    by, bx = _blocks(*s.shape, *shape)
+    cells = by * shape[1] + bx
+    moved = 0
+    for c in np.unique(cells[s > 0]):
+        vals, counts = np.unique(s[(cells == c) & (s > 0)], return_counts=True)
+        got = small.flat[c]
+        if got not in vals[counts == counts.max()]:
+            moved += 1
+    assert moved <= len(labels)
+
+
+def test_majority_and_ties_and_unpainted():
+    s = np.zeros((4, 4), int)
+    s[0, 0] = 1
+    s[0, 1] = s[1, 0] = 2                     # block (0, 0): 2 has the majority …
+    s[2, 2] = 1                               # … and 1 still has a block of its own
+    s[2, 3] = 3                               # tie in block (1, 1): 1 and 3 → label 1 …
+    small = reduce_map(s, (2, 2))
+    assert small[0, 0] == 2 and small[1, 1] in (1, 3)
+    assert set(np.unique(small)) == {0, 1, 2, 3}        # … and 3 moves next to it
+    assert small[0, 1] == 0 or small[0, 1] in (1, 3)
+    assert np.all(reduce_map(np.zeros((6, 6), int), (3, 3)) == 0)
+
+
+def test_a_label_without_a_block_takes_its_best_block_when_another_label_can_spare_it():
+    s = np.zeros((4, 8), int)
+    s[0:2, 0:4] = 1                          # label 1 dominates blocks (0, 0) and (0, 1)
+    s[0, 0] = 2                              # label 2 only in block (0, 0)
+    small = reduce_map(s, (2, 4))
+    assert small[0, 0] == 2 and small[0, 1] == 1
+
+
+def test_confidences_follow_their_labels():
+    s = np.zeros((4, 4), int)
+    q = np.zeros((4, 4))
+    s[0, 0], q[0, 0] = 1, 0.2
+    s[0, 1], q[0, 1] = 1, 0.4
+    s[3, 3], q[3, 3] = 2, 0.9
+    s[3, 2], q[3, 2] = 1, 0.1                # minority in block (1, 1): its confidence ignored
+    small, conf = reduce_strokes(s, (2, 2), q)
+    assert small[0, 0] == 1 and conf[0, 0] == pytest.approx(0.3)
+    assert small[1, 1] in (1, 2)
+    assert conf[1, 1] == pytest.approx(0.9 if small[1, 1] == 2 else 0.1)
+    assert conf[small == 0].sum() == 0
+
+
+def test_more_labels_than_coarse_pixels_is_refused():
+    from segapp.errors import InvalidInputError
+    s = np.arange(1, 10).reshape(3, 3)
+    with pytest.raises(InvalidInputError, match="9 labels do not fit"):
+        reduce_map(s, (2, 2))
+
+
+@pytest.mark.parametrize("shape, max_pixels", [((4000, 3000), 500_000), ((10, 10), None),
+                                               ((3, 1000), 100), ((100, 100), 10_000)])
+def test_working_shape_keeps_the_aspect_and_the_budget(shape, max_pixels):
+    h, w = working_shape(shape, max_pixels)
+    if max_pixels is None or shape[0] * shape[1] <= max_pixels:
+        assert (h, w) == shape
+    else:
+        assert h * w <= max_pixels and h >= 2 and w >= 2
+        assert abs(h / w - shape[0] / shape[1]) < 0.2 * shape[0] / shape[1] + 2 / w

@@ -1,0 +1,431 @@
+"""FAST-GE end to end: synthetic images with known regions, the Session / segment / cluster API,
+error paths, and the k = 2 Cheeger sweep against a brute-force sweep of the dense pencil."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+from scipy.spatial import cKDTree
+
+import segapp
+from segapp.errors import Cancelled, InvalidInputError, SegappError, SolverError
+from segapp.graphs.image import image_graph
+from segapp.methods.fastge import FastGE
+
+IDS = (2, 5, 7, 9)               # the user's label ids: deliberately not 1..k
+COLOURS = np.array([[0.8, 0.25, 0.2], [0.2, 0.65, 0.3], [0.2, 0.3, 0.8], [0.9, 0.9, 0.3]])
+GREYS = np.array([0.15, 0.4, 0.65, 0.9])
+
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def four_regions(noise=0.12, seed=0, H=80, W=100, grey=False):
+    """Left band, top-right and bottom-right rectangles, and a disc on their junction."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros((H, W), int)
+    truth[: H // 2, 36:] = 1
+    truth[H // 2:, 36:] = 2
+    yy, xx = np.mgrid[:H, :W]
+    truth[(yy - H // 2) ** 2 + (xx - 36) ** 2 < 15 ** 2] = 3
+    if grey:
+        img = GREYS[truth] + rng.normal(0, noise, (H, W))
+    else:
+        img = COLOURS[truth] + rng.normal(0, noise, (H, W, 3))
+    return np.clip(img, 0, 1).astype(np.float32), truth
+
+
+def four_strokes(truth, ids=IDS):
+    """One short (8–10 px, 1 px wide) stroke inside each region."""
+    s = np.zeros(truth.shape, int)
+    s[15, 10:20] = ids[0]
+    s[15, 65:75] = ids[1]
+    s[65, 65:75] = ids[2]
+    s[40, 32:40] = ids[3]
+    for r, lab in enumerate(ids):
+        assert np.all(truth[s == lab] == r)
+    return s
+
+
+def disc_on_background(noise=0.12, seed=1, H=60, W=80):
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:H, :W]
+    truth = ((yy - H / 2) ** 2 + (xx - W / 2) ** 2 < (0.3 * H) ** 2).astype(int)
+    img = np.clip(np.where(truth, 0.7, 0.3) + rng.normal(0, noise, (H, W)), 0, 1)
+    s = np.zeros((H, W), int)
+    s[H // 2, W // 2 - 5:W // 2 + 5] = 8          # inside the disc
+    s[4, 5:15] = 3                                # background, near a corner
+    return img.astype(np.float32), truth, s
+
+
+def accuracy(labels, truth, ids=IDS):
+    return float(np.mean(labels == np.asarray(ids)[truth]))
+
+
+def strokes_keep_their_labels(labels, s):
+    painted = s > 0
+    return bool(np.all(labels[painted] == s[painted]))
+
+
+# -- segmentations of images with known regions --------------------------------------------
+@pytest.mark.parametrize("noise", [0.1, 0.12])
+def test_four_regions_with_kmeans(noise):
+    img, truth = four_regions(noise)
+    s = four_strokes(truth)
+    assert s.sum() and np.count_nonzero(s) < 0.005 * s.size     # a few short strokes
+    res = segapp.segment(img, s)
+    assert res.label_ids == IDS
+    assert set(np.unique(res.labels)) == set(IDS)
+    assert accuracy(res.labels, truth) >= 0.98
+    assert strokes_keep_their_labels(res.labels, s)
+    # each region is labelled by *its* stroke's id (no permutation)
+    for r, lab in enumerate(IDS):
+        assert np.mean(res.labels[truth == r] == lab) >= 0.97
+
+
+def test_two_labels_with_the_cheeger_sweep():
+    # (k2_partition="kmeans" is not asserted here: with one vector the row-normalised
+    # embedding is ±1, so k-means is the sign cut at the d-weighted mean — 60% on this image,
+    # whose background stroke sits in a corner; see the report.)
+    img, truth, s = disc_on_background()
+    ids = (3, 8)
+    res = segapp.segment(img, s)                   # k2_partition="sweep" is the default
+    assert res.label_ids == ids and set(np.unique(res.labels)) == set(ids)
+    assert accuracy(res.labels, truth, ids) >= 0.98
+    assert strokes_keep_their_labels(res.labels, s)
+    assert res.eigenvectors.shape == truth.shape + (1,)
+    # The sweep returns a threshold cut of the (single) embedding vector.
+    v = res.eigenvectors[..., 0]
+    a, b = v[res.labels == 3], v[res.labels == 8]
+    assert a.max() <= b.min() or b.max() <= a.min()
+
+
+def test_cheeger_sweep_is_the_best_threshold_cut_of_the_dense_pencil():
+    """sweep_cut against a brute-force sweep: every prefix's cut_G / cut_H from dense L_G, L_H."""
+    img, truth, s = disc_on_background(noise=0.15, seed=2, H=24, W=30)
+    # Raw colours (no TV pre-filter): the sweep is checked on a graph whose eigenvector LOBPCG
+    # resolves to 1e-10; on the TV-filtered one its residuals stall near 1e-5 at this size.
+    g = image_graph(img, denoise=0)
+    res = FastGE(g, eigensolver="segapp", eig_tol=1e-12, res_tol=1e-10, maxiter=500,
+                 label_tol=0).update(s)
+    # dense pencil from scratch (§4.7)
+    LD = g.laplacian.toarray()
+    d = np.diag(LD).copy()
+    n = d.size
+    dmin, dmax = np.percentile(d, 1.0), d.max()
+    lab = s.ravel()
+    WML, WCL = np.zeros((n, n)), np.zeros((n, n))
+    idx = np.flatnonzero(lab)
+    for i in idx:
+        for j in idx:
+            if i != j:
+                (WML if lab[i] == lab[j] else WCL)[i, j] = d[i] * d[j] / (dmin * dmax)
+    K = np.outer(d, d) / d.sum()
+    np.fill_diagonal(K, 0)
+    lap = lambda M: np.diag(M.sum(1)) - M            # noqa: E731
+    LG, LH = LD + lap(WML), lap(K) / n + lap(WCL)
+    Q = sla.null_space(d[None, :])
+    lam, y = sla.eigh(Q.T @ LG @ Q, Q.T @ LH @ Q, subset_by_index=[0, 0])
+    x = (Q @ y)[:, 0]
+    np.testing.assert_allclose(res.eigenvalues, lam, rtol=1e-6)
+    order = np.argsort(x)
+    C = LG[np.ix_(order, order)].cumsum(0).cumsum(1)
+    D = LH[np.ix_(order, order)].cumsum(0).cumsum(1)
+    p = np.arange(1, n)
+    ratios = C[p - 1, p - 1] / D[p - 1, p - 1]          # 1_Sᵀ L 1_S for S = first p vertices
+    best = int(np.argmin(ratios)) + 1
+    S = np.zeros(n, bool)
+    S[order[:best]] = True
+    got = (res.labels.ravel() == res.labels.ravel()[order[0]])
+    # the engine's cut is the brute-force optimum (up to a few vertices whose order differs
+    # by rounding between the two eigenvectors)
+    assert np.mean(got == S) >= 0.995
+    ind = got.astype(float)
+    ratio_got = (ind @ LG @ ind) / (ind @ LH @ ind)
+    assert ratio_got <= ratios.min() * (1 + 1e-6)
+
+    # sweep_cut itself, on any vector: exactly the brute-force best prefix of the dense pencil
+    from segapp.strokes.constraints import build_constraints
+    from segapp.partition import sweep_cut
+    from segapp.solve.pencil import Pencil
+    cons = build_constraints(s, g.degrees)
+    pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+    rng = np.random.default_rng(3)
+    for vec in (x, x + 0.3 * np.std(x) * rng.standard_normal(n), rng.standard_normal(n)):
+        order = np.argsort(vec, kind="stable")
+        C = LG[np.ix_(order, order)].cumsum(0).cumsum(1)
+        D = LH[np.ix_(order, order)].cumsum(0).cumsum(1)
+        ratios = C[p - 1, p - 1] / D[p - 1, p - 1]
+        expected = np.zeros(n, bool)
+        expected[order[: int(np.argmin(ratios)) + 1]] = True
+        np.testing.assert_array_equal(sweep_cut(vec, pencil, cons), expected)
+
+
+def test_grey_images_and_integer_dtypes():
+    img, truth = four_regions(noise=0.06, grey=True)
+    s = four_strokes(truth)
+    ref = segapp.segment(img, s)
+    assert ref.labels.shape == truth.shape
+    assert accuracy(ref.labels, truth) >= 0.98
+    # uint8 / uint16 are scaled by their range: the same image as the float array they map to
+    for dtype in (np.uint8, np.uint16):
+        top = np.iinfo(dtype).max
+        q = np.round(img * top).astype(dtype)
+        res = segapp.segment(q, s)
+        same = segapp.segment(q.astype(np.float32) / float(top), s)
+        np.testing.assert_array_equal(res.labels, same.labels)
+        np.testing.assert_allclose(res.eigenvalues, same.eigenvalues, rtol=1e-12)
+        assert accuracy(res.labels, truth) >= 0.98
+        assert np.mean(res.labels == ref.labels) >= 0.995
+    # colour: uint8 RGB, a single-channel third axis, and RGBA (alpha dropped)
+    rgb, truth = four_regions(noise=0.1)
+    ref = segapp.segment(rgb, s)
+    u8 = np.round(rgb * 255).astype(np.uint8)
+    assert np.mean(segapp.segment(u8, s).labels == ref.labels) >= 0.995
+    rgba = np.concatenate([u8, np.full(truth.shape + (1,), 77, np.uint8)], axis=2)
+    np.testing.assert_array_equal(segapp.segment(rgba, s).labels, segapp.segment(u8, s).labels)
+    grey1 = img[:, :, None]
+    np.testing.assert_array_equal(segapp.segment(grey1, s).labels,
+                                  segapp.segment(img, s).labels)
+
+
+# -- Session: warm re-solves ----------------------------------------------------------------
+@pytest.mark.parametrize("edit", ["same-label", "new-label"])
+def test_warm_resolve_matches_a_cold_segment(edit):
+    img, truth = four_regions(noise=0.12, seed=3)
+    s_full = four_strokes(truth)
+    if edit == "same-label":
+        s1 = s_full
+        s2 = s_full.copy()
+        s2[70, 8:18] = IDS[0]                      # a second stroke of the left band
+    else:
+        s1 = np.where(s_full == IDS[3], 0, s_full)   # the disc's label comes later
+        s2 = s_full
+    sess = segapp.Session(img, warm_start=True)
+    first = sess.update(s1)
+    assert first.diagnostics.warm_start is False
+    warm = sess.update(s2)
+    assert warm.diagnostics.warm_start is True
+    assert warm.diagnostics.converged
+    cold = segapp.segment(img, s2)
+    assert cold.diagnostics.warm_start is False
+    assert np.mean(warm.labels == cold.labels) >= 0.995
+    assert accuracy(warm.labels, truth) >= 0.98
+    np.testing.assert_allclose(warm.eigenvalues, cold.eigenvalues, rtol=1e-2)
+    assert strokes_keep_their_labels(warm.labels, s2)
+    # timings of a re-solve: no graph stage (built once per session)
+    assert "graph" not in warm.timings and warm.timings["total"] >= warm.timings["eigensolver"]
+
+
+@pytest.mark.parametrize("option, warm", [
+    ({}, True), ({"warm_start": False}, False),
+    ({"eigensolver": "segapp"}, False), ({"eigensolver": "segapp", "warm_start": True}, True)])
+def test_warm_start_default_per_solver(option, warm):
+    # Default: the harmonic solve reuses the previous edit's hierarchy; LOBPCG starts from
+    # M·(stroke sources), which measured fewer iterations than the previous edit's vectors
+    # (see the warm_start option's help).
+    img, truth = four_regions(noise=0.1, seed=4, H=40, W=50)
+    s = np.zeros(truth.shape, int)
+    s[5, 2:8], s[5, 30:40], s[35, 30:40] = 2, 5, 7
+    sess = segapp.Session(img, **option)
+    sess.update(s)
+    s[36, 2:8] = 2
+    assert sess.update(s).diagnostics.warm_start is warm
+
+
+# -- the result ----------------------------------------------------------------------------
+def test_result_fields_shapes_and_dtypes():
+    img, truth = four_regions(noise=0.1)
+    s = four_strokes(truth)
+    res = segapp.segment(img, s)
+    H, W = truth.shape
+    assert isinstance(res, segapp.Segmentation)
+    assert res.labels.shape == (H, W) and res.labels.dtype == np.int32
+    assert res.eigenvectors.shape == (H, W, 3) and res.eigenvectors.dtype == np.float32
+    assert np.all(np.isfinite(res.eigenvectors))
+    assert res.eigenvalues.shape == (3,) and res.eigenvalues.dtype == np.float64
+    assert np.all(res.eigenvalues > 0) and np.all(np.diff(res.eigenvalues) >= 0)
+    assert res.method == "fastge" and res.label_ids == IDS
+    stages = {"graph", "constraints", "amg_setup", "eigensolver", "partition"}
+    assert set(res.timings) == stages | {"total"}
+    assert all(np.isfinite(v) and v >= 0 for v in res.timings.values())
+    # the stages are disjoint parts of the total
+    assert res.timings["total"] >= sum(res.timings[k] for k in stages) - 1e-9
+    diag = res.diagnostics
+    assert diag.converged and diag.reason
+    assert diag.iterations >= 1 or "direct solve" in diag.reason   # a factor: no iterations
+    assert diag.residuals.shape == (3,)
+    np.testing.assert_allclose(diag.eigenvalues, res.eigenvalues)
+    fr = res.fractions()
+    assert sum(fr.values()) == pytest.approx(1.0)
+    for r, lab in enumerate(IDS):
+        assert fr[lab] == pytest.approx(np.mean(truth == r), abs=0.02)
+    # the embedding vectors are L_H-normalised generalized eigenvectors with dᵀv = 0
+    d = image_graph(img).degrees
+    V = res.eigenvectors.reshape(-1, 3).astype(np.float64)
+    assert np.abs(d @ V).max() < 1e-4 * (np.abs(d)[:, None] * np.abs(V)).sum(0).max()
+    n_vec = segapp.segment(img, s, n_vectors=4)          # k vectors instead of k − 1
+    assert n_vec.eigenvectors.shape == (H, W, 4)
+    np.testing.assert_allclose(n_vec.eigenvalues[:3], res.eigenvalues, rtol=1e-2)
+
+
+# -- error paths -----------------------------------------------------------------------------
+def test_nonconvergence_raises_solver_error_or_warns():
+    img, truth = four_regions(noise=0.12, H=40, W=50)
+    s = np.zeros(truth.shape, int)
+    s[5, 2:8], s[5, 30:40], s[35, 30:40] = 2, 5, 7
+    with pytest.raises(SolverError, match="did not converge") as info:   # (a factor: no cap)
+        segapp.segment(img, s, maxiter=1, linear_solver="iterative")
+    diag = info.value.diagnostics
+    assert diag is not None and diag.converged is False and diag.iterations == 1
+    assert diag.reason.startswith("iteration cap")
+    assert isinstance(info.value, SegappError) and isinstance(info.value, RuntimeError)
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        res = segapp.segment(img, s, maxiter=1, on_nonconvergence="warn",
+                             linear_solver="iterative")
+    assert res.diagnostics.converged is False
+    assert res.labels.shape == truth.shape and set(np.unique(res.labels)) <= {2, 5, 7}
+    # with enough iterations the same problem converges silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert segapp.segment(img, s, on_nonconvergence="warn").diagnostics.converged
+
+
+def test_scipy_eigensolver_nonconvergence_raises():
+    img, truth = four_regions(noise=0.12, H=40, W=50)
+    s = np.zeros(truth.shape, int)
+    s[5, 2:8], s[5, 30:40], s[35, 30:40] = 2, 5, 7
+    with pytest.raises(SolverError):
+        segapp.segment(img, s, eigensolver="scipy", maxiter=1, res_tol=1e-12)
+
+
+def test_cancel_raises_cancelled_at_any_point_and_the_session_recovers():
+    img, truth = four_regions(noise=0.12, H=50, W=60)
+    s = np.zeros(truth.shape, int)
+    s[5, 2:10], s[5, 40:50], s[45, 40:50], s[25, 20:25] = 2, 5, 7, 9
+    calls = [0]
+
+    def count_only():
+        calls[0] += 1
+        return False
+
+    ref = segapp.Session(img).update(s, cancel=count_only)
+    total = calls[0]
+    assert total >= 5                       # checked in set-up, eigensolver and k-means
+    with pytest.raises(Cancelled) as info:
+        segapp.Session(img).update(s, cancel=lambda: True)
+    assert isinstance(info.value, SegappError)
+    assert not isinstance(info.value, (SolverError, InvalidInputError))
+    for stop_at in sorted({1, total // 4, total // 2, (3 * total) // 4, total}):
+        count = [0]
+
+        def cancel():
+            count[0] += 1
+            return count[0] >= stop_at
+
+        sess = segapp.Session(img)
+        with pytest.raises(Cancelled):
+            sess.update(s, cancel=cancel)
+        again = sess.update(s)               # a cancelled edit leaves the session usable
+        assert np.mean(again.labels == ref.labels) >= 0.995
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"bogus": 1}, {"k2_partition": "spectral"}, {"eigensolver": "arpack"},
+    {"on_nonconvergence": "ignore"}, {"kmeans_restarts": -1}, {"n_vectors": 0},
+    {"n_vectors": 5}, {"connectivity": 6}, {"method": "nope"}, {"max_pixels": 1},
+])
+def test_bad_options_raise_invalid_input(kwargs):
+    img, truth = four_regions(noise=0.1, H=30, W=40)
+    s = np.zeros(truth.shape, int)
+    s[5, 2:8], s[5, 30:38], s[25, 30:38], s[15, 12:16] = 2, 5, 7, 9
+    with pytest.raises(InvalidInputError) as info:
+        segapp.segment(img, s, **kwargs)
+    if "bogus" in kwargs:
+        assert "bogus" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_images_and_scribbles_raise_invalid_input():
+    img, truth = four_regions(noise=0.1, H=30, W=40)
+    s = np.zeros(truth.shape, int)
+    s[5, 2:8], s[5, 30:38] = 2, 5
+    for bad in (np.full((30, 40), np.nan), img * 2.0, -img, np.zeros((30, 40, 2)),
+                np.zeros((1, 40)), np.zeros((30, 40), np.int8) - 1):
+        with pytest.raises(InvalidInputError):
+            segapp.segment(bad, s)
+    sess = segapp.Session(img)
+    for bad_s in (s[:10], np.zeros_like(s), np.where(s == 5, 2, s), s - 3, s + 0.5):
+        with pytest.raises(InvalidInputError):
+            sess.update(bad_s)
+
+
+# -- graphs and point sets: segapp.cluster ----------------------------------------------------
+def knn_graph(X, k=10):
+    dist, idx = cKDTree(X).query(X, k + 1)
+    sigma = np.median(dist[:, 1:])
+    rows = np.repeat(np.arange(len(X)), k)
+    W = sp.coo_matrix((np.exp(-dist[:, 1:].ravel() ** 2 / (2 * sigma**2)),
+                       (rows, idx[:, 1:].ravel())), shape=(len(X),) * 2).tocsr()
+    return W.maximum(W.T)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_cluster_recovers_gaussian_blobs_on_a_knn_graph(k):
+    rng = np.random.default_rng(40 + k)
+    centres = np.array([[0.0, 0.0], [6.0, 0.0], [3.0, 5.0]])[:k]
+    X = np.concatenate([c + rng.normal(0, 0.7, (120, 2)) for c in centres])
+    truth = np.repeat(np.arange(k), 120)
+    ids = np.array([3, 8, 6])[:k]
+    labels = np.zeros(len(X), int)
+    for c in range(k):
+        labels[rng.choice(np.flatnonzero(truth == c), 3, replace=False)] = ids[c]
+    res = segapp.cluster(labels, graph=knn_graph(X))
+    assert res.labels.shape == (len(X),) and res.eigenvectors.shape == (len(X), k - 1)
+    assert res.label_ids == tuple(sorted(ids))
+    assert np.mean(res.labels == ids[truth]) >= 0.99
+    assert strokes_keep_their_labels(res.labels, labels)
+    assert {"graph", "constraints", "amg_setup", "eigensolver", "partition",
+            "total"} <= set(res.timings)
+    with pytest.raises(InvalidInputError):
+        segapp.cluster(labels.reshape(-1, 1), graph=knn_graph(X))
+    with pytest.raises(InvalidInputError):
+        segapp.cluster(labels, features=X)                   # FAST-GE needs a graph
+
+
+# -- the normalized-cut baseline --------------------------------------------------------------
+def test_ncut_runs_and_names_clusters_by_stroke_overlap():
+    img, truth = four_regions(noise=0.05)
+    s = four_strokes(truth)
+    # n_vectors = k − 1: see test_ncut_default_number_of_vectors below
+    res = segapp.segment(img, s, method="ncut", n_vectors=3)
+    assert res.method == "ncut" and res.label_ids == IDS
+    assert accuracy(res.labels, truth) >= 0.98
+    # renaming the labels renames the clusters, nothing else
+    perm = (9, 2, 7, 5)
+    s2 = np.zeros_like(s)
+    for a, b in zip(IDS, perm):
+        s2[s == a] = b
+    res2 = segapp.segment(img, s2, method="ncut", n_vectors=3)
+    lut = dict(zip(IDS, perm))
+    np.testing.assert_array_equal(res2.labels, np.vectorize(lut.get)(res.labels))
+    # strokes only name the clusters: other strokes in the same regions, same clustering
+    s3 = np.zeros_like(s)
+    s3[5, 5:9], s3[30, 80:84], s3[75, 50:54], s3[45, 40:44] = IDS
+    assert np.all(truth[s3 > 0] == np.searchsorted(IDS, s3[s3 > 0]))
+    res3 = segapp.segment(img, s3, method="ncut", n_vectors=3)
+    np.testing.assert_array_equal(res3.labels, res.labels)
+    np.testing.assert_allclose(res3.eigenvalues, res.eigenvalues, rtol=1e-12)
+    # whereas FAST-GE's eigenproblem depends on the strokes
+    assert not np.allclose(segapp.segment(img, s3).eigenvalues, segapp.segment(img, s).eigenvalues,
+                           rtol=1e-3)
+
+
+def test_ncut_default_number_of_vectors():
+    img, truth = four_regions(noise=0.05)
+    s = four_strokes(truth)
+    assert accuracy(segapp.segment(img, s, method="ncut").labels, truth) >= 0.98

@@ -1,0 +1,293 @@
+"""The direct solve of the strokes' Dirichlet problem (issue 21): ordering, factor, updates.
+
+References are independent of the code under test: dense NumPy solves of the Dirichlet
+matrix built entry by entry, CG run to 1e-12, and fresh sessions given the same strokes.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import segapp
+from segapp.solve import cholmod
+from segapp.solve import direct
+from segapp.cancel import Cancelled
+from segapp.graphs.image import image_graph
+from segapp.solve.harmonic import HarmonicSolver, block_pcg, dirichlet_matrix, stroke_rhs
+from segapp.solve.ordering import grid_nested_dissection, offsets_reach
+
+needs_cholmod = pytest.mark.skipif(not cholmod.available(),
+                                   reason=f"CHOLMOD: {cholmod.unavailable_reason()}")
+
+
+def noisy_blocks(shape=(30, 40), seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    img = np.zeros(shape)
+    img[:, shape[1] // 2:] = 0.6
+    img[shape[0] // 2:, :shape[1] // 3] = 0.3
+    return np.clip(img + rng.normal(0, 0.05, shape), 0, 1)
+
+
+def dense_dirichlet(L: sp.csr_matrix, fixed: np.ndarray) -> np.ndarray:
+    """Ã entry by entry: painted rows keep the diagonal only, other edges to them dropped."""
+    A = L.toarray()
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(n):
+            if i != j and (fixed[i] or fixed[j]):
+                A[i, j] = 0.0
+    return A
+
+
+# -- the ordering ------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, reach, leaf", [
+    ((1, 1), 1, 64), ((1, 97), 1, 64), ((97, 1), 1, 8), ((2, 2), 1, 1), ((40, 60), 1, 64),
+    ((33, 17), 2, 16), ((50, 50), 3, 64), ((7, 300), 1, 4)])
+def test_nested_dissection_is_a_permutation(shape, reach, leaf):
+    order = grid_nested_dissection(shape, reach, leaf)
+    assert np.array_equal(np.sort(order), np.arange(shape[0] * shape[1]))
+
+
+@needs_cholmod
+@pytest.mark.parametrize("connectivity, radius", [(4, None), (8, None), (8, 2.0)])
+def test_nested_dissection_fills_less_than_the_natural_order(connectivity, radius):
+    g = image_graph(noisy_blocks((60, 80)), connectivity=connectivity, radius=radius)
+    lower = sp.tril(g.laplacian, format="csc")
+    lower.sort_indices()
+    nd = cholmod.Factor(lower.indptr, lower.indices,
+                        grid_nested_dissection(g.shape, offsets_reach(g.offsets)))
+    natural = cholmod.Factor(lower.indptr, lower.indices, np.arange(g.n))
+    # L + I: positive definite, the Laplacian's pattern
+    data = lower.data + (lower.indices == np.repeat(np.arange(g.n), np.diff(lower.indptr)))
+    nd.factorize(data)
+    natural.factorize(data)
+    assert nd.nbytes < 0.6 * natural.nbytes
+
+
+# -- the factor and its updates ------------------------------------------------------------------
+@needs_cholmod
+def test_factor_solves_like_a_dense_solve():
+    g = image_graph(noisy_blocks())
+    rng = np.random.default_rng(1)
+    fixed = rng.random(g.n) < 0.05
+    d = direct.DirichletFactor(g.laplacian, g.shape, offsets_reach(g.offsets))
+    d.factor(fixed)
+    b = rng.normal(size=(g.n, 3))
+    b[fixed] = 0
+    ref = np.linalg.solve(dense_dirichlet(g.laplacian, fixed), b)
+    np.testing.assert_allclose(d.solve(fixed, b), ref, rtol=1e-9, atol=1e-10 * np.abs(ref).max())
+
+
+def _edit(rng: np.random.Generator, shape: tuple[int, int], fixed: np.ndarray,
+          kind: str) -> np.ndarray:
+    H, W = shape
+    new = fixed.reshape(H, W).copy()
+    y, x = rng.integers(0, H), rng.integers(0, W)
+    h, w = rng.integers(1, 6), rng.integers(1, 12)
+    if kind == "add":
+        new[y:y + h, x:x + w] = True
+    elif kind == "erase":
+        painted = np.flatnonzero(fixed)
+        if painted.size:
+            py, px = np.unravel_index(rng.choice(painted), (H, W))
+            new[max(0, py - h):py + h, max(0, px - w):px + w] = False
+    elif kind == "mixed":
+        new[y:y + h, x:x + w] = ~new[y:y + h, x:x + w]
+    elif kind == "big":                                   # past the update's rank: refactor
+        new[:, : W // 2] = True
+    return new.ravel()
+
+
+@needs_cholmod
+@pytest.mark.parametrize("seed", range(6))
+def test_updates_match_a_dense_solve_over_random_edits(seed):
+    """Paint, erase, both at once and a fill past the crossover, each solved from the base
+    factor of the previous step (the low-rank update) and checked against a dense solve."""
+    rng = np.random.default_rng(seed)
+    g = image_graph(noisy_blocks(seed=seed))
+    d = direct.DirichletFactor(g.laplacian, g.shape, offsets_reach(g.offsets))
+    fixed = np.zeros(g.n, dtype=bool)
+    fixed[rng.choice(g.n, 30, replace=False)] = True
+    d.factor(fixed)
+    for kind in ["add", "erase", "mixed", "add", "erase", "big", "erase", "mixed"]:
+        new = _edit(rng, g.shape, fixed, kind)
+        if not new.any():
+            continue
+        b = rng.normal(size=(g.n, 2))
+        b[new] = 0
+        x = d.solve(new, b)
+        ref = np.linalg.solve(dense_dirichlet(g.laplacian, new), b)
+        np.testing.assert_allclose(x, ref, rtol=1e-8, atol=1e-9 * np.abs(ref).max(),
+                                   err_msg=kind)
+        if rng.random() < 0.5:      # sometimes the base moves on (as prepare() does)
+            d.factor(new)
+        fixed = new
+
+
+@needs_cholmod
+def test_an_update_is_used_below_the_crossover_and_a_refactor_above():
+    g = image_graph(noisy_blocks((60, 80)))
+    d = direct.DirichletFactor(g.laplacian, g.shape)
+    fixed = np.zeros(g.n, dtype=bool)
+    fixed[:80] = True
+    d.factor(fixed)
+    small = fixed.copy()
+    small[2000:2010] = True
+    assert d.can_update(small)
+    big = fixed.copy()                   # scattered pixels: every one is on the boundary
+    big[np.random.default_rng(0).choice(g.n, g.n // 3, replace=False)] = True
+    assert not d.can_update(big)
+    b = np.zeros((g.n, 1))
+    b[g.n - 1] = 1.0
+    d.solve(big, b)
+    assert np.array_equal(d.base, big)       # the refactor made it the base
+
+
+# -- the harmonic potentials -----------------------------------------------------------------------
+def _strokes(shape: tuple[int, int]) -> np.ndarray:
+    s = np.zeros(shape, dtype=np.int32)
+    H, W = shape
+    s[H // 4, 2:W // 3] = 1
+    s[H // 4, W // 2 + 2:W - 2] = 2
+    s[3 * H // 4, 2:W // 4] = 3
+    return s
+
+
+@needs_cholmod
+def test_direct_potentials_equal_tightly_converged_cg():
+    g = image_graph(noisy_blocks((40, 50)))
+    s = _strokes(g.shape).ravel()
+    sets = [np.flatnonzero(s == a) for a in (1, 2, 3)]
+    fixed = np.isin(s, [1, 2, 3])
+    b = stroke_rhs(g.laplacian, fixed, sets[:2])
+    d = direct.DirichletFactor(g.laplacian, g.shape)
+    d.factor(fixed)
+    x = d.solve(fixed, b)
+    A = dirichlet_matrix(g.laplacian, fixed)
+    M = lambda r: r / A.diagonal()[:, None]  # noqa: E731 (Jacobi: independent of the AMG code)
+    ref, _, rel = block_pcg(A, M, b, tol=1e-13, maxiter=5000)
+    assert rel.max() <= 1e-13
+    np.testing.assert_allclose(x, ref, atol=1e-8)
+
+
+@needs_cholmod
+def test_harmonic_solver_direct_and_iterative_agree():
+    g = image_graph(noisy_blocks((40, 50)))
+    s = _strokes(g.shape)
+    method = segapp.methods.get("fastge")
+    direct_ = method(g, linear_solver="direct", stable_refinement=False).update(s)
+    iterative = method(g, linear_solver="iterative", cg_tol=1e-12, maxiter=1000,
+                       stable_refinement=False).update(s)
+    assert "direct" in direct_.diagnostics.reason
+    assert "direct" not in iterative.diagnostics.reason
+    np.testing.assert_allclose(direct_.eigenvalues, iterative.eigenvalues, rtol=1e-7)
+    np.testing.assert_array_equal(direct_.labels, iterative.labels)
+
+
+def test_iterative_fallback_without_cholmod(monkeypatch):
+    monkeypatch.setattr(direct, "available", lambda: False)
+    img = noisy_blocks((40, 50))
+    s = _strokes(img.shape)
+    sess = segapp.Session(img, stable_refinement=False)
+    first = sess.update(s)
+    sess.wait_prepared()
+    s2 = s.copy()
+    s2[30, 30:40] = 2
+    second = sess.update(s2)
+    for r in (first, second):
+        assert "direct" not in r.diagnostics.reason and r.diagnostics.converged
+    assert sess._method.harmonic.direct is None
+
+
+def test_image_graph_only():
+    # A graph given as an adjacency has no grid to dissect: the iterative solve serves it.
+    W = sp.random(60, 60, density=0.2, random_state=0)
+    W = W + W.T + sp.diags(np.ones(59), 1) + sp.diags(np.ones(59), -1)
+    labels = np.zeros(60, dtype=int)
+    labels[:3], labels[-3:] = 1, 2
+    res = segapp.cluster(labels, graph=W)
+    assert "direct" not in res.diagnostics.reason
+
+
+# -- sessions: the edit history does not change the answer ---------------------------------------
+@needs_cholmod
+def test_session_prepares_in_the_background_and_the_next_edit_is_an_update():
+    img = noisy_blocks((60, 80))
+    s = _strokes(img.shape)
+    sess = segapp.Session(img, stable_refinement=False)
+    sess.update(s)
+    sess.wait_prepared()
+    assert sess._method.harmonic.direct.base is not None
+    s2 = s.copy()
+    s2[40, 50:60] = 1
+    r = sess.update(s2)
+    assert "updated for" in r.diagnostics.reason
+
+
+@needs_cholmod
+def test_waiting_for_the_background_work_can_be_cancelled():
+    img = noisy_blocks((40, 50))
+    s = _strokes(img.shape)
+    sess = segapp.Session(img)
+    sess.update(s)
+    hold = threading.Event()
+    sess._preparing = threading.Thread(target=hold.wait, daemon=True)   # work still going on
+    sess._preparing.start()
+    with pytest.raises(Cancelled):
+        sess.update(s, cancel=lambda: True)
+    hold.set()
+
+
+@st.composite
+def edit_histories(draw):
+    H = draw(st.integers(24, 48))
+    W = draw(st.integers(24, 48))
+    seed = draw(st.integers(0, 2**31 - 1))
+    kinds = draw(st.lists(st.sampled_from(["add", "erase", "clear", "undo"]),
+                          min_size=2, max_size=6))
+    return H, W, seed, kinds
+
+
+@needs_cholmod
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edit_histories())
+def test_edited_session_equals_a_fresh_one(history):
+    """Random images × random edit sequences (add, erase, clear a label, undo): with
+    stable_refinement off, every answer equals a fresh session's on the same strokes."""
+    H, W, seed, kinds = history
+    rng = np.random.default_rng(seed)
+    img = np.clip(rng.random((H, W)) * 0.2
+                  + (np.arange(W) >= W // 2)[None, :] * 0.5, 0, 1)
+    s = np.zeros((H, W), dtype=np.int32)
+    s[2:4, 2:W // 3] = 1
+    s[H - 4:H - 2, W // 2 + 1:W - 2] = 2
+    s[H // 2, W // 3:W // 2] = 3
+    sess = segapp.Session(img, stable_refinement=False)
+    history_ = [s.copy()]
+    sess.update(s)
+    for kind in kinds:
+        s = history_[-1].copy()
+        if kind == "add":
+            y, x = rng.integers(0, H - 3), rng.integers(0, W - 6)
+            s[y:y + 2, x:x + 6] = rng.integers(1, 4)
+        elif kind == "erase":
+            y, x = rng.integers(0, H - 6), rng.integers(0, W - 6)
+            s[y:y + 6, x:x + 6] = 0
+        elif kind == "clear":
+            s[s == rng.integers(1, 4)] = 0
+        elif kind == "undo" and len(history_) > 1:
+            history_.pop()
+            s = history_[-1].copy()
+        if len(np.unique(s[s > 0])) < 2:
+            continue
+        history_.append(s)
+        edited = sess.update(s)
+        fresh = segapp.Session(img, stable_refinement=False).update(s)
+        np.testing.assert_array_equal(edited.labels, fresh.labels)
+        np.testing.assert_allclose(edited.eigenvalues, fresh.eigenvalues, rtol=1e-8)

@@ -1,0 +1,124 @@
+"""segapp.solve.eigensolve, the one eigensolver entry of the graph methods, against dense ``eigh``;
+non-convergence, cancellation, and the normalized cut that calls it."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+import segapp
+from segapp.cancel import CancelToken
+from segapp.solve.eigensolve import amg_preconditioner, eigenpairs, random_start
+from segapp.errors import Cancelled, InvalidInputError, SolverError
+from segapp.graphs.image import image_graph
+from segapp.methods import options_of
+from segapp.solve.pencil import Pencil
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def two_regions(H=24, W=28, seed=0):
+    rng = np.random.default_rng(seed)
+    img = np.zeros((H, W, 3))
+    img[:, W // 2:] = (0.8, 0.3, 0.2)
+    img[H // 2:, :W // 2] = (0.2, 0.3, 0.8)
+    return np.clip(img + rng.normal(0, 0.05, img.shape), 0, 1).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def ncut_pencil():
+    g = image_graph(two_regions(), denoise=0)
+    return g, Pencil(g.laplacian, g.degrees)
+
+
+def dense_reference(g, m):
+    """Smallest non-trivial pairs of ``L x = λ (D/n) x`` (the constant, λ = 0, excluded)."""
+    lam = sla.eigh(g.laplacian.toarray(), np.diag(g.degrees / g.n), eigvals_only=True)
+    return lam[1:m + 1]
+
+
+@pytest.mark.parametrize("solver", ["segapp", "scipy"])
+def test_eigenpairs_match_dense_eigh(ncut_pencil, solver):
+    g, pencil = ncut_pencil
+    M = amg_preconditioner(g.laplacian, g.degrees)
+    X0 = random_start(M, g.n, 3, np.random.default_rng(1))
+    lam, X, diag = eigenpairs(pencil, X0, M, solver=solver, maxiter=500, eig_tol=1e-12,
+                              res_tol=1e-9)
+    ref = dense_reference(g, 3)
+    np.testing.assert_allclose(lam, ref, rtol=1e-5, atol=1e-9 * ref.max())
+    assert diag.converged and diag.preconditioner_applications > 0
+    np.testing.assert_allclose(X.T @ pencil.B(X), np.eye(3), atol=1e-6)   # B-orthonormal
+    assert np.abs(g.degrees @ X).max() < 1e-8 * np.abs(X).max() * g.degrees.sum()
+    assert M.cancel is None                   # the solve's cancel does not outlive it
+
+
+def test_nonconvergence_raises_or_warns_with_the_advice(ncut_pencil):
+    g, pencil = ncut_pencil
+    M = amg_preconditioner(g.laplacian, g.degrees)
+    X0 = random_start(M, g.n, 2, np.random.default_rng(0))
+    with pytest.raises(SolverError, match="did not converge.*try fewer widgets") as info:
+        eigenpairs(pencil, X0, M, maxiter=1, eig_tol=1e-15, res_tol=1e-15,
+                   advice="try fewer widgets")
+    assert info.value.diagnostics.iterations == 1 and not info.value.diagnostics.converged
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        lam, X, diag = eigenpairs(pencil, X0, M, maxiter=1, eig_tol=1e-15, res_tol=1e-15,
+                                  on_nonconvergence="warn")
+    assert X.shape == (g.n, 2) and not diag.converged
+
+
+def test_cancel_reaches_the_v_cycle_and_lobpcg(ncut_pencil):
+    g, pencil = ncut_pencil
+    M = amg_preconditioner(g.laplacian, g.degrees)
+    X0 = random_start(M, g.n, 2, np.random.default_rng(0))
+    polls = []
+    eigenpairs(pencil, X0, M, cancel=lambda: polls.append(1) and False)
+    total = len(polls)
+    for stop_at in (1, total // 2, total):
+        count = [0]
+
+        def cancel():
+            count[0] += 1
+            return count[0] >= stop_at
+        with pytest.raises(Cancelled):
+            eigenpairs(pencil, X0, M, cancel=CancelToken(cancel))
+        assert M.cancel is None
+    with pytest.raises(Cancelled):            # the set-up checks too
+        amg_preconditioner(g.laplacian, g.degrees, cancel=lambda: True)
+
+
+# -- the normalized cut composes the entry ------------------------------------------------------
+FASTGE_ONLY = sorted({o.name for o in options_of("fastge")} - {o.name for o in options_of("ncut")})
+
+
+def test_ncut_declares_only_what_it_uses():
+    assert {"constraint_weight", "warm_start", "eigensolver", "k2_partition"} <= set(FASTGE_ONLY)
+
+
+@pytest.mark.parametrize("name", FASTGE_ONLY)
+def test_ncut_rejects_fastge_options(name):
+    default = next(o.default for o in options_of("fastge") if o.name == name)
+    img = two_regions()
+    with pytest.raises(InvalidInputError, match=name):
+        segapp.Session(img, method="ncut", **{name: default})
+    s = np.zeros(img.shape[:2], int)
+    s[3, 2:6], s[20, 20:26] = 1, 2
+    with pytest.raises(InvalidInputError, match=name):
+        segapp.Session(img, method="ncut").update(s, **{name: default})
+
+
+def test_ncut_checks_convergence():
+    img = two_regions()
+    s = np.zeros(img.shape[:2], int)
+    s[3, 2:6], s[20, 20:26], s[3, 20:26] = 1, 2, 3
+    tight = dict(maxiter=1, eig_tol=1e-12, res_tol=1e-12)
+    with pytest.raises(SolverError, match="did not converge"):
+        segapp.segment(img, s, method="ncut", **tight)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = segapp.segment(img, s, method="ncut", on_nonconvergence="warn", **tight)
+    assert any("did not converge" in str(w.message) for w in caught)
+    assert not res.diagnostics.converged
+    assert segapp.segment(img, s, method="ncut").diagnostics.converged
