@@ -77,9 +77,9 @@ def test_fastge_stops_on_settled_labels_with_the_labels_of_a_tight_solve():
     img = resize(image, shape + (3,), anti_aliasing=True)
     s = resize(s, shape, order=0, preserve_range=True, anti_aliasing=False).astype(np.int32)
     g = image_graph(img)
-    tight = FastGE(g, eigensolver="segapp", eig_tol=1e-9, label_tol=0, maxiter=500).update(s)
-    quick = FastGE(g, eigensolver="segapp", label_tol=1e-3).update(s)
-    eig_only = FastGE(g, eigensolver="segapp").update(s)  # label test off by default
+    tight = FastGE(g, eigensolver="lobpcg", eig_tol=1e-9, label_tol=0, maxiter=500).update(s)
+    quick = FastGE(g, eigensolver="lobpcg", label_tol=1e-3).update(s)
+    eig_only = FastGE(g, eigensolver="lobpcg").update(s)  # label test off by default
     assert quick.diagnostics.converged and quick.diagnostics.reason == "labels settled"
     assert eig_only.diagnostics.reason == "eigenvalues settled"
     assert quick.diagnostics.iterations < eig_only.diagnostics.iterations
