@@ -49,7 +49,6 @@ from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, round_eigenvect
                          rounding_confidence, stroke_agreement)
 from ..solve.pencil import Pencil
 from ..result import Segmentation
-from ..solve.settling import LabelSettling
 from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
 #: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
@@ -90,12 +89,6 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            high=1000),
     Option("eig_tol", float, 1e-3, "LOBPCG: stop when the Ritz values change by less than "
            "this (relative), twice", "solve", low=1e-12, high=0.5),
-    # Off by default: on slowly converging solves (1.1M px) the labels drift by < 0.1% per
-    # iteration for many iterations, and the stop gave 93.8% of a tight solve's labels where
-    # the eigenvalue test gave 99.2% (250K px, 4 labels: 98.4% vs 99.9%). See segapp.solve.settling.
-    Option("label_tol", float, 0.0, "LOBPCG: also stop when at most this share of pixels "
-           "changes its nearest-stroke label, twice (0: off; faster, less safe)", "solve",
-           low=0.0, high=0.1),
     Option("res_tol", float, 1e-6, "LOBPCG: stop when every relative residual is below this",
            "solve", low=0.0, high=1.0),
     Option("on_nonconvergence", str, "raise", "at maxiter: fail, or warn and use the vectors "
@@ -282,10 +275,7 @@ class FastGE(GraphMethod):
             self._preconditioner(sparsify(cons, self.graph.n), timings, cancel)
         t = time.perf_counter()
         X0, warm = self._initial_block(pencil, cons, m, cancel)
-        # The labels-settled stop (off at label_tol = 0, the default: segapp.solve.settling).
-        monitor = LabelSettling(pencil, cons.sets, o["label_tol"]) if o["label_tol"] > 0 else None
-        pairs = solve(problem.starting_from(X0, monitor), "lobpcg", cancel,
-                      preconditioner=self.amg)
+        pairs = solve(problem.starting_from(X0), "lobpcg", cancel, preconditioner=self.amg)
         pairs.diagnostics.warm_start = warm
         self._X = pairs.vectors
         self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}

@@ -83,9 +83,6 @@ class EigenProblem:
         strokes).
     start : ndarray (n, b), optional
         LOBPCG's initial block, ``b ≥ nev`` (extra columns are guard vectors).
-    monitor : callable, optional
-        LOBPCG only: called with the Ritz vectors after every iteration; True stops the solve
-        as converged (FAST-GE's :class:`~segapp.solve.settling.LabelSettling`).
     settings : SolveSettings
     """
 
@@ -94,13 +91,11 @@ class EigenProblem:
     sets: tuple[np.ndarray, ...] = ()
     label_ids: tuple[int, ...] = ()
     start: np.ndarray | None = None
-    monitor: Callable[[np.ndarray], bool] | None = None
     settings: SolveSettings = SolveSettings()
 
-    def starting_from(self, start: np.ndarray,
-                      monitor: Callable[[np.ndarray], bool] | None = None) -> "EigenProblem":
-        """The same problem with LOBPCG's start block (and stop monitor)."""
-        return dataclasses.replace(self, start=start, monitor=monitor)
+    def starting_from(self, start: np.ndarray) -> "EigenProblem":
+        """The same problem with LOBPCG's start block."""
+        return dataclasses.replace(self, start=start)
 
 
 class Eigenpairs(NamedTuple):
@@ -185,7 +180,7 @@ def solve(problem: EigenProblem, method: str = "lobpcg", cancel: CancelToken = N
     lam, X, diag = lobpcg(pencil.A, pencil.B, problem.start, nev=nev,
                           M=partial(preconditioner, cancel=cancel), project=pencil.project,
                           maxiter=s.maxiter, eig_tol=s.eig_tol, res_tol=s.res_tol,
-                          cancel=cancel, monitor=problem.monitor)
+                          cancel=cancel)
     diag.preconditioner_applications = preconditioner.applications
     if not diag.converged:
         handle_nonconvergence(diag, s.on_nonconvergence, s.advice)

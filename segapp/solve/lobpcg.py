@@ -38,9 +38,6 @@ Operator = Callable[[np.ndarray], np.ndarray]
 #: Relative eigenvalue threshold below which SVQB drops a direction of the B-Gram matrix.
 _DROP = 1e-12
 
-#: Largest relative Ritz-value change at which ``monitor`` may stop the solve.
-MONITOR_EIG_CHANGE = 0.1
-
 
 def svqb(G: np.ndarray, drop: float = _DROP) -> np.ndarray:
     """Coefficients T with ``Tᵀ G T = I`` for a PSD Gram matrix G, dropping dependent directions
@@ -95,7 +92,6 @@ def lobpcg(
     eig_tol: float = 1e-4,
     min_iter: int = 2,
     cancel: CancelToken = NEVER,
-    monitor: Callable[[np.ndarray], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
     """Smallest ``m = X0.shape[1]`` eigenpairs of the symmetric pencil ``(A, B)``, B SPD.
 
@@ -124,11 +120,6 @@ def lobpcg(
     cancel : CancelToken, optional
         Checked several times per iteration; :class:`~segapp.errors.Cancelled` is raised
         once it asks to stop.
-    monitor : callable, optional
-        Called with the wanted Ritz vectors ``X[:, :nev]`` after every iteration; returning
-        True (after ``min_iter`` iterations) stops the solve as converged, e.g. when the labels
-        they give have settled (:class:`segapp.solve.settling.LabelSettling`).
-
     Returns
     -------
     eigenvalues : ndarray (nev,)
@@ -261,13 +252,6 @@ def lobpcg(
         settled = settled + 1 if change <= eig_tol else 0
         if settled >= 2 and it >= min_iter:
             diag.converged, diag.reason = True, "eigenvalues settled"
-            break
-        # The caller's test counts only once the Ritz values move by ≤ 10% per iteration: a
-        # stagnating solve (e.g. a stale preconditioner) can keep the labels still for a few
-        # iterations before a new direction enters and moves them by percents.
-        if (monitor is not None and monitor(X[:, :nev]) and it >= min_iter
-                and change <= MONITOR_EIG_CHANGE):
-            diag.converged, diag.reason = True, "labels settled"
             break
     else:
         diag.reason = "iteration cap"

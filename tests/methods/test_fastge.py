@@ -110,8 +110,7 @@ def test_cheeger_sweep_is_the_best_threshold_cut_of_the_dense_pencil():
     # Raw colours (no TV pre-filter): the sweep is checked on a graph whose eigenvector LOBPCG
     # resolves to 1e-10; on the TV-filtered one its residuals stall near 1e-5 at this size.
     g = image_graph(img, denoise=0)
-    res = FastGE(g, eigensolver="lobpcg", eig_tol=1e-12, res_tol=1e-10, maxiter=500,
-                 label_tol=0).update(s)
+    res = FastGE(g, eigensolver="lobpcg", eig_tol=1e-12, res_tol=1e-10, maxiter=500).update(s)
     # dense pencil from scratch (§4.7)
     LD = g.laplacian.toarray()
     d = np.diag(LD).copy()

@@ -99,8 +99,7 @@ def test_fastge_eigenpairs_match_dense_generalized_eigh(problem, m):
     p = problem
     # eig_tol 1e-9, not smaller: with m = 4 the three small pairs' residuals stagnate at
     # ~1e-7 relative (numpy 2.4 / scipy 1.17) while their Ritz values move < 1e-9.
-    method = FastGE(p["g"], eigensolver="lobpcg", n_vectors=m, eig_tol=1e-9, res_tol=1e-10, maxiter=500,
-                    label_tol=0)  # tight eigenpairs: the labels-settled stop off
+    method = FastGE(p["g"], eigensolver="lobpcg", n_vectors=m, eig_tol=1e-9, res_tol=1e-10, maxiter=500)  # tight eigenpairs: the labels-settled stop off
     res = method.update(p["s"])
     assert res.diagnostics.converged
     assert res.eigenvalues.shape == (m,)
@@ -148,10 +147,8 @@ def test_lobpcg_with_an_exact_preconditioner_from_a_random_block(problem):
 
 def test_the_old_eigensolver_name_segapp_is_lobpcg(problem):
     p = problem
-    ours = FastGE(p["g"], eigensolver="lobpcg", eig_tol=1e-12, res_tol=1e-10, maxiter=500,
-                  label_tol=0).update(p["s"])
-    old = FastGE(p["g"], eigensolver="segapp", eig_tol=1e-12, res_tol=1e-10, maxiter=500,
-                 label_tol=0).update(p["s"])
+    ours = FastGE(p["g"], eigensolver="lobpcg", eig_tol=1e-12, res_tol=1e-10, maxiter=500).update(p["s"])
+    old = FastGE(p["g"], eigensolver="segapp", eig_tol=1e-12, res_tol=1e-10, maxiter=500).update(p["s"])
     assert ours.eigenvalues.shape == (3,)
     np.testing.assert_array_equal(old.eigenvalues, ours.eigenvalues)
     np.testing.assert_array_equal(old.labels, ours.labels)
