@@ -139,11 +139,10 @@ class DirichletFactor:
         (one attribute assignment): a solve running meanwhile in another thread finishes on
         the factor it started with, as exactly.
         """
-        token = cancel
         t = time.perf_counter()
         r, c = self._rows, self._cols
         data = self._data * ((r == c) | ~(fixed[r] | fixed[c]))
-        token.check()
+        cancel.check()
         f = self._symbolic.copy()
         f.factorize(data)
         self._current = _Base(f, np.array(fixed, dtype=bool, copy=True))
@@ -168,18 +167,17 @@ class DirichletFactor:
     def solve(self, fixed: np.ndarray, b: np.ndarray, cancel: CancelToken = NEVER
               ) -> np.ndarray:
         """``Ã(fixed)⁻¹ b``, exact: from the base factor, updated or refactored as needed."""
-        token = cancel
         cur = self._current                   # one snapshot: a rebase may swap it meanwhile
         if cur is None:
-            self.factor(fixed, token)
+            self.factor(fixed, cancel)
             cur = self._current
         T = self.changed(fixed, cur)
-        token.check()
+        cancel.check()
         t = time.perf_counter()
         if T.size == 0:
             x = cur.factor.solve(b)
         else:
-            x = self._bordered_solve(cur, fixed, T, b, token)
+            x = self._bordered_solve(cur, fixed, T, b, cancel)
         self.timings["solve"] = time.perf_counter() - t
         return x
 

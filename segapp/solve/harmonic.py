@@ -287,17 +287,16 @@ class HarmonicSolver:
         releases the GIL; cancellation is checked between its steps. Once a factor exists
         the next solve need not wait for this (:meth:`prepares_alongside`).
         """
-        token = cancel
         fixed = self._next
         if fixed is None or self._mode == "iterative" or not self._direct_usable():
             return
         with threadpool_limits(limits=1, user_api="blas"):
             d = self._build_direct()
-            token.check()
+            cancel.check()
             if d is None or (d.base is not None and np.array_equal(d.base, fixed)):
                 return
             try:
-                d.factor(fixed, token)
+                d.factor(fixed, cancel)
             except (SolverError, MemoryError) as exc:
                 self.direct, self.direct_unavailable = None, str(exc)
                 return
@@ -326,23 +325,22 @@ class HarmonicSolver:
         k = len(sets)
         if not 1 <= nev <= k - 1:
             raise ValueError(f"nev must lie in 1..k−1 = {k - 1}, got {nev}")
-        token = cancel
         timings = {} if timings is None else timings
         n = self.L.shape[0]
         t = time.perf_counter()
         fixed = painted(n, sets)
         b = stroke_rhs(self.L, fixed, sets[:k - 1])
         timings["dirichlet"] = time.perf_counter() - t
-        token.check()
+        cancel.check()
         Phi, steps, rel, warm, how = self._potentials(fixed, b, label_ids[:k - 1], tol, maxiter,
-                                                      reuse, linear_solver, token, timings)
+                                                      reuse, linear_solver, cancel, timings)
         t = time.perf_counter()
         Y = np.empty((n, k))
         Y[:, :k - 1] = Phi
         Y[:, k - 1] = 1.0 - Phi.sum(axis=1)
         with_strokes(Y, fixed, sets)
-        token.check()
-        lam, X = ritz_pairs(pencil, Y, nev, cancel=token)
+        cancel.check()
+        lam, X = ritz_pairs(pencil, Y, nev, cancel=cancel)
         timings["ritz"] = time.perf_counter() - t
         converged = bool(np.all(rel <= tol))
         reason = (how if how is not None else
@@ -387,7 +385,6 @@ class HarmonicSolver:
         """``Y`` (n × k): ``Y_a = E_a + φ_a`` for every label (CCSKL's basis), solved as
         :meth:`potential_ritz_pairs` solves its k − 1: from the direct solver's factor where it can,
         else iteratively (reusing the last hierarchy when ``label_ids`` name the labels)."""
-        token = cancel
         fixed = painted(self.L.shape[0], sets)
         b = stroke_rhs(self.L, fixed, sets)
         timings = {"dirichlet": 0.0}
@@ -395,7 +392,7 @@ class HarmonicSolver:
         ids = list(label_ids) if label_ids is not None else list(range(len(sets)))
         if label_ids is None and self.state is not None:
             self.state = None      # unnamed labels: no hierarchy to carry over
-        Y, *_ = self._potentials(fixed, b, ids, tol, maxiter, reuse, linear_solver, token,
+        Y, *_ = self._potentials(fixed, b, ids, tol, maxiter, reuse, linear_solver, cancel,
                                  timings)
         return with_strokes(Y, fixed, sets)
 

@@ -15,6 +15,7 @@ from segapp.solve import EigenProblem, SolveSettings, choose_method, random_star
 from segapp.solve.amg import amg_preconditioner
 from segapp.errors import Cancelled, InvalidInputError, SolverError
 from segapp.graphs.image import image_graph
+from segapp import methods
 from segapp.methods import options_of
 from segapp.solve.pencil import Pencil
 
@@ -161,3 +162,25 @@ def test_ncut_checks_convergence():
     assert any("did not converge" in str(w.message) for w in caught)
     assert not res.diagnostics.converged
     assert segapp.segment(img, s, method="ncut").diagnostics.converged
+
+
+def test_the_solve_takes_a_token_and_stores_none():
+    """One cancellation token handed down as a parameter (issue 24): solve/ neither converts
+    what callers pass (the methods do, once) nor parks the token on an object."""
+    import re
+    from pathlib import Path
+    for path in (Path(segapp.__file__).parent / "solve").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "CancelToken.of(" not in text, path.name
+        assert not re.search(r"\.cancel\s*=", text), path.name
+
+
+def test_methods_take_any_cancel_like_value_in_prepare_next():
+    img = two_regions()
+    s = np.zeros(img.shape[:2], int)
+    s[3, 2:6], s[20, 20:26], s[3, 20:26] = 1, 2, 3
+    for name in ("fastge", "ccskl"):
+        method = methods.get(name).from_image(img)
+        method.update(s)
+        for cancel in (None, lambda: False, CancelToken(lambda: False)):
+            method.prepare_next(cancel)
