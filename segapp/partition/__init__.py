@@ -12,7 +12,10 @@ One module per idea:
 * :mod:`~segapp.partition.labels` — stroke agreement, clamping and cluster ↔ label matching;
 * :mod:`~segapp.partition.rounding` — FAST-GE's rounding composed of the above.
 
-This package only hands the names on.
+This package only hands the names on. Its modules import
+:class:`~segapp.solve.pencil.Pencil` for annotations only: importing :mod:`segapp.solve` loads
+the solvers (PyAMG), which the landmark methods, whose partitions come from here too, never
+need.
 """
 
 from .confidence import rounding_confidence

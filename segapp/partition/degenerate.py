@@ -11,15 +11,19 @@ FAST-GE's rounding stands.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.ndimage import minimum_filter1d
 from scipy.sparse.csgraph import connected_components
 
-from ..solve.pencil import Pencil
 from ..strokes.constraints import Constraints
 from .embedding import embedding_potentials
 from .sweep import SWEEP_MIN_WINDOW, SWEEP_WINDOW, sweep_ratios
+
+if TYPE_CHECKING:  # annotations only (see segapp.partition)
+    from ..solve.pencil import Pencil
 
 
 def degenerate_labels(codes: np.ndarray, sets: list[np.ndarray]) -> list[int]:

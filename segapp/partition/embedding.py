@@ -10,9 +10,12 @@ potentials back from the embedding (issue 22).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..solve.pencil import Pencil
+if TYPE_CHECKING:  # annotations only (see segapp.partition)
+    from ..solve.pencil import Pencil
 
 
 def embed(X: np.ndarray, pencil: Pencil) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,16 +9,20 @@ before it retries with one more vector.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..cancel import CancelToken
-from ..solve.pencil import Pencil
 from ..strokes.constraints import Constraints
 from .degenerate import reround_degenerate
 from .embedding import embed
 from .kmeans import stable_anchored_kmeans
 from .labels import STROKE_AGREEMENT, stroke_agreement
 from .sweep import ratio_cut, sweep_cut
+
+if TYPE_CHECKING:  # annotations only (see segapp.partition)
+    from ..solve.pencil import Pencil
 
 
 def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,

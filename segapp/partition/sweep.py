@@ -12,12 +12,16 @@ near-best cut (:data:`PREVIOUS_GATE`, shared with :func:`segapp.partition.kmeans
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.ndimage import minimum_filter1d
 
-from ..solve.pencil import Pencil
 from ..strokes.constraints import Constraints
+
+if TYPE_CHECKING:  # annotations only (see segapp.partition)
+    from ..solve.pencil import Pencil
 
 #: Refinement stability (issue 10): after an edit that adds strokes, the Cheeger sweep keeps
 #: the cut closest to the previous answer among the local minima of the cut ratio (over
@@ -62,7 +66,6 @@ def ratio_cut(codes: np.ndarray, pencil: Pencil, constraints: Constraints) -> fl
         cut_h = vs * (vol - vs) / (vol * n) + c * across
         total += (float(x @ (pencil.L @ x)) + c * within) / max(cut_h, np.finfo(float).tiny)
     return total
-
 
 
 def sweep_ratios(x: np.ndarray, pencil: Pencil,
