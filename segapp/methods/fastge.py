@@ -258,7 +258,7 @@ class FastGE(GraphMethod):
             m += 1
 
     def _solve_pencil(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
-                    cancel: CancelToken, timings: dict[str, float]) -> Eigenpairs:
+                      cancel: CancelToken, timings: dict[str, float]) -> Eigenpairs:
         """The m smallest pairs of the pencil by the solver :func:`~segapp.solve.choose_method`
         picks: the harmonic potentials, or LOBPCG (warm-started if asked)."""
         o = self.options
