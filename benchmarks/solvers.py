@@ -9,7 +9,10 @@ run. Variants:
 
 * ``harmonic`` — the strokes' harmonic potentials by block CG on the image Laplacian with
   Dirichlet stroke rows, then Rayleigh–Ritz of the pencil (segapp/solve/harmonic.py; the default);
-* ``segapp`` — block LOBPCG (segapp/solve/lobpcg.py), one AMG V-cycle per iteration.
+* ``lobpcg`` — block LOBPCG (segapp/solve/lobpcg.py), one AMG V-cycle per iteration;
+* ``scipy`` — :func:`scipy.sparse.linalg.lobpcg` on the same pencil, start block and V-cycle
+  (absolute residual tolerance), for comparison: :func:`scipy_lobpcg` (it left segapp's
+  ``eigensolver`` option, where nothing but this comparison used it; issue 24).
 
 Run ``python benchmarks/solvers.py`` (44K and 250K px, 4 labels); ``--sizes 44K`` for a quick
 look. Absolute times on a shared machine are noisy: compare ratios of one run.
@@ -31,9 +34,54 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import segapp  # noqa: E402
 from segapp import io, samples  # noqa: E402
+from segapp.graphs import image_graph  # noqa: E402
+from segapp.solve.amg import AMGPreconditioner, amg_preconditioner  # noqa: E402
+from segapp.solve.diagnostics import SolverDiagnostics  # noqa: E402
+from segapp.solve.pencil import Pencil  # noqa: E402
+from segapp.strokes.constraints import build_constraints, sparsify, stroke_indicators  # noqa: E402
 from speed import SIZES, random_walker, resized  # noqa: E402
 
-VARIANTS = ("harmonic", "segapp")
+VARIANTS = ("harmonic", "lobpcg")
+
+
+def scipy_lobpcg(pencil: Pencil, X0: np.ndarray, M: AMGPreconditioner, nev: int, *,
+                 maxiter: int = 300, res_tol: float = 1e-6
+                 ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
+    """scipy's LOBPCG on ``pencil`` on ``dᵀx = 0`` (constraint ``Y = 1``), preconditioned by
+    ``M``, from the first ``nev`` columns of ``X0`` (absolute residual tolerance)."""
+    from scipy.sparse.linalg import LinearOperator
+    from scipy.sparse.linalg import lobpcg as scipy_lobpcg_
+    n = pencil.n
+    op = lambda f: LinearOperator((n, n), matvec=f, matmat=f, dtype=float)  # noqa: E731
+    X0 = pencil.project(X0)[:, :nev]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lam, X, hist = scipy_lobpcg_(op(pencil.A), X0, B=op(pencil.B), M=op(M),
+                                     Y=np.ones((n, 1)), tol=res_tol, maxiter=maxiter,
+                                     largest=False, retResidualNormsHistory=True)
+    residuals = np.asarray(hist[-1])
+    converged = bool(np.max(residuals) <= res_tol)
+    diag = SolverDiagnostics(iterations=len(hist) - 1, eigenvalues=lam, residuals=residuals,
+                             converged=converged,
+                             reason="scipy lobpcg (absolute residual tolerance)"
+                             + ("" if converged else ", iteration cap"))
+    return lam, X, diag
+
+
+def scipy_fastge(img: np.ndarray, scribbles: np.ndarray) -> tuple[float, int, np.ndarray]:
+    """FAST-GE's k − 1 pairs by scipy's LOBPCG from LOBPCG's start (the strokes' sources):
+    seconds, iterations, and the labels (FAST-GE's rounding)."""
+    from segapp.partition import round_eigenvectors
+    g = image_graph(img)
+    cons = build_constraints(scribbles, g.degrees)
+    pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+    t = time.perf_counter()
+    M = amg_preconditioner(g.laplacian, g.degrees, must_link=sparsify(cons, g.n))
+    X0 = M(stroke_indicators(g.degrees, cons.sets))
+    _, X, diag = scipy_lobpcg(pencil, X0, M, cons.k - 1)
+    seconds = time.perf_counter() - t
+    labels = round_eigenvectors(X, pencil, cons)[0]
+    return seconds, diag.iterations, labels.reshape(g.shape)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         img, s = resized(image, scribbles, SIZES[size])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = segapp.segment(img, s, max_pixels=None, eigensolver="segapp", eig_tol=1e-9,
+            ref = segapp.segment(img, s, max_pixels=None, eigensolver="lobpcg", eig_tol=1e-9,
                                  maxiter=1000, on_nonconvergence="warn").labels
         t = time.perf_counter()
         random_walker(img, s)
@@ -64,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{size:>5} {v:>10} | {r.timings['eigensolver']:6.2f} "
                   f"{r.diagnostics.iterations:>4} {cold:6.2f} {np.mean(r.labels == ref):8.3%} | "
                   f"{rw:6.2f} {cold / rw:6.2f}x", flush=True)
+        seconds, iterations, labels = scipy_fastge(img, s)
+        print(f"{size:>5} {'scipy':>10} | {seconds:6.2f} {iterations:>4} {'':>6} "
+              f"{np.mean(labels == ref):8.3%} |", flush=True)
     return 0
 
 

@@ -27,7 +27,7 @@ class Segmentation:
     timings : dict
         Seconds per stage; ``total`` is their sum.
     diagnostics : object
-        The eigensolver's report (:class:`segapp.solve.lobpcg.SolverDiagnostics`) or None.
+        The eigensolver's report (:class:`segapp.solve.diagnostics.SolverDiagnostics`) or None.
     method : str
     stroke_agreement : dict or None
         For each label id, the share of its painted pixels that the method's partition itself

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy import ndimage as ndi
 
 import segapp
-import segapp.methods.fastge as fastge_module
+import segapp.partition.rounding as rounding_module
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -124,7 +124,7 @@ def test_without_the_re_rounding_the_seed_is_cut_off(monkeypatch):
     its pixel (the cheapest ratio cut), with it the answer is the ring."""
     img, p_out, p_in, truth = skimage_scene(210, 300)
     s = seeds_at(img.shape, p_out, p_in, 0)
-    monkeypatch.setattr(fastge_module, "reround_degenerate", lambda codes, *a: codes)
+    monkeypatch.setattr(rounding_module, "reround_degenerate", lambda codes, *a: codes)
     raw = segapp.segment(img, s).labels
     smallest = min(np.count_nonzero(raw == lab) for lab in (1, 2))
     assert smallest < np.sqrt(raw.size)

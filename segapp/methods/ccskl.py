@@ -144,13 +144,14 @@ from scipy.optimize import nnls
 
 from ..solve.amg import DEFAULT_THETA
 from ..cancel import CancelLike, CancelToken
-from ..solve.eigensolve import amg_preconditioner, eigenpairs, random_start
+from ..solve import EigenProblem, SolveSettings, random_start, solve
+from ..solve.amg import amg_preconditioner
 from ..errors import InvalidInputError
 from ..graphs import Graph
 from ..solve import harmonic
 from ..solve.ordering import offsets_reach
 from .landmark_base import _normalise_rows, read_strokes
-from ..solve.lobpcg import SolverDiagnostics
+from ..solve.diagnostics import SolverDiagnostics
 from ..options import SEED, Option, override, pick
 from ..partition import STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, stroke_agreement
 from ..solve.pencil import Pencil
@@ -213,11 +214,13 @@ def smoothest_eigenvectors(graph: Graph, m: int, *, seed: int = 0, amg_theta: fl
     if m == 1:
         return Spectrum(np.zeros(1), v1[:, None])
     pencil = Pencil(graph.laplacian, d)  # B = D/n: eigenvalues n·μ, on dᵀx = 0
-    amg = amg_preconditioner(graph.laplacian, d, theta=amg_theta, cancel=cancel)
-    X0 = random_start(amg, n, m - 1, np.random.default_rng(seed))
-    lam, X, diag = eigenpairs(pencil, X0, amg, maxiter=maxiter, eig_tol=eig_tol,
-                              res_tol=res_tol, cancel=cancel,
-                              advice="try a larger maxiter or fewer n_eigenvectors")
+    token = CancelToken.of(cancel)
+    amg = amg_preconditioner(graph.laplacian, d, theta=amg_theta, cancel=token)
+    X0 = random_start(amg, n, m - 1, np.random.default_rng(seed), token)
+    settings = SolveSettings(maxiter=maxiter, eig_tol=eig_tol, res_tol=res_tol,
+                             advice="try a larger maxiter or fewer n_eigenvectors")
+    lam, X, diag = solve(EigenProblem(pencil, m - 1, start=X0, settings=settings), "lobpcg",
+                         token, preconditioner=amg)
     V = X * sqrt_d[:, None]
     V /= np.linalg.norm(V, axis=0)
     return Spectrum(np.concatenate([[0.0], np.maximum(lam / n, 0.0)]),
@@ -279,10 +282,11 @@ def stroke_potentials(graph: Graph, sets: list[np.ndarray], *, theta: float = DE
     ``solver`` (one per image, kept by the method) solves directly from a factor updated per
     edit where it can (:mod:`segapp.solve.direct`); without it, one cold iterative solve.
     """
+    token = CancelToken.of(cancel)
     if solver is None:
         return harmonic.stroke_potentials(graph.laplacian, graph.degrees, sets, theta=theta,
-                                          tol=POTENTIAL_TOL, maxiter=maxiter, cancel=cancel)
-    return solver.potentials(sets, tol=POTENTIAL_TOL, maxiter=maxiter, cancel=cancel)
+                                          tol=POTENTIAL_TOL, maxiter=maxiter, cancel=token)
+    return solver.potentials(sets, tol=POTENTIAL_TOL, maxiter=maxiter, cancel=token)
 
 
 def must_link_basis(graph: Graph, F: np.ndarray,
@@ -342,7 +346,7 @@ class CCSKL(GraphMethod):
     def prepare_next(self, cancel: CancelLike = None) -> None:
         """Work for the next edit after this one's answer: the potentials' factor."""
         if self._harmonic is not None:
-            self._harmonic.prepare(cancel)
+            self._harmonic.prepare(CancelToken.of(cancel))
 
     def _update(self, scribbles: np.ndarray, cancel: CancelToken,
                 confidence: np.ndarray | None) -> Segmentation:

@@ -36,22 +36,19 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..solve.amg import DEFAULT_THETA, AMGPreconditioner
+from ..solve import METHODS, EigenProblem, Eigenpairs, SolveSettings, choose_method, solve
+from ..solve.amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
 from .answer_memory import AnswerMemory, strokes_key
 from ..cancel import CancelLike, CancelToken
 from ..strokes.constraints import Constraints, build_constraints, sparsify, stroke_indicators
-from ..solve.eigensolve import amg_preconditioner, eigenpairs
-from ..solve.eigensolve import nonconvergence as _nonconvergence
 from ..solve.harmonic import HarmonicSolver
 from ..solve.ordering import offsets_reach
 from ..graphs import Graph
 from ..options import SEED, Option
-from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, ratio_cut, reround_degenerate,
-                         rounding_confidence, stable_anchored_kmeans, stroke_agreement,
-                         sweep_cut)
+from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, round_eigenvectors,
+                         rounding_confidence, stroke_agreement)
 from ..solve.pencil import Pencil
 from ..result import Segmentation
-from ..solve.settling import LabelSettling
 from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
 #: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
@@ -74,9 +71,11 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "depends on the edit history; undo gives back the answer shown)", "solve"),
     Option("amg_theta", float, DEFAULT_THETA, "strength threshold of the AMG aggregation",
            "solve", low=0.0, high=1.0),
+    # "segapp" is the old name of "lobpcg" (saved settings and scripts); scipy's LOBPCG, for
+    # comparison only, moved to benchmarks/solvers.py.
     Option("eigensolver", str, "harmonic", "harmonic: the strokes' harmonic potentials (k − 1 "
-           "CG solves) + Rayleigh–Ritz of the pencil; segapp: our block LOBPCG on the pencil; "
-           "scipy: scipy's LOBPCG", "solve", choices=("harmonic", "segapp", "scipy")),
+           "CG solves) + Rayleigh–Ritz of the pencil; lobpcg: our block LOBPCG on the pencil "
+           "(segapp: its old name)", "solve", choices=METHODS + ("segapp",)),
     # Issue 21: the harmonic potentials from a factor of the Dirichlet matrix updated per edit
     # (segapp.solve.direct): a warm edit 0.17 s where CG took 0.72 s at 250K px (docs/architecture.md).
     Option("linear_solver", str, "auto", "harmonic: how the potentials are solved: auto = "
@@ -90,12 +89,6 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            high=1000),
     Option("eig_tol", float, 1e-3, "LOBPCG: stop when the Ritz values change by less than "
            "this (relative), twice", "solve", low=1e-12, high=0.5),
-    # Off by default: on slowly converging solves (1.1M px) the labels drift by < 0.1% per
-    # iteration for many iterations, and the stop gave 93.8% of a tight solve's labels where
-    # the eigenvalue test gave 99.2% (250K px, 4 labels: 98.4% vs 99.9%). See segapp.solve.settling.
-    Option("label_tol", float, 0.0, "LOBPCG: also stop when at most this share of pixels "
-           "changes its nearest-stroke label, twice (0: off; faster, less safe)", "solve",
-           low=0.0, high=0.1),
     Option("res_tol", float, 1e-6, "LOBPCG: stop when every relative residual is below this",
            "solve", low=0.0, high=1.0),
     Option("on_nonconvergence", str, "raise", "at maxiter: fail, or warn and use the vectors "
@@ -136,7 +129,7 @@ class FastGE(GraphMethod):
     def prepare_next(self, cancel: CancelLike = None) -> None:
         """Work for the next edit, after this one's answer (:meth:`HarmonicSolver.prepare`)."""
         if self.harmonic is not None:
-            self.harmonic.prepare(cancel)
+            self.harmonic.prepare(CancelToken.of(cancel))
 
     def prepares_alongside(self) -> bool:
         """Whether the next edit's solve may run while :meth:`prepare` still does."""
@@ -164,15 +157,8 @@ class FastGE(GraphMethod):
                                       theta=self.options["amg_theta"], cancel=cancel)
         timings["amg_setup"] = timings.get("amg_setup", 0.0) + time.perf_counter() - t
 
-    def _harmonic_applies(self, m: int, cons: Constraints, soft: bool) -> bool:
-        """The harmonic potentials give the pencil's k − 1 smallest pairs in the stiff-ML limit.
-
-        Not for a k-th vector (the potentials span k − 1 directions besides the constant),
-        soft strokes (their finite weights are the point), or a graph with a component no
-        stroke reaches (its potentials are undefined); LOBPCG solves those.
-        """
-        if self.options["eigensolver"] != "harmonic" or soft or m >= cons.k:
-            return False
+    def _is_connected(self) -> bool:
+        """Whether the graph is one component (an image graph always is), computed once."""
         if self._connected is None:
             g = self.graph
             self._connected = bool(g.offsets) or connected_components(
@@ -180,7 +166,8 @@ class FastGE(GraphMethod):
         return self._connected
 
     # -- the eigenproblem ------------------------------------------------------------------
-    def _initial_block(self, pencil: Pencil, cons: Constraints, m: int) -> tuple[np.ndarray, bool]:
+    def _initial_block(self, pencil: Pencil, cons: Constraints, m: int,
+                       cancel: CancelToken) -> tuple[np.ndarray, bool]:
         """One preconditioned source per label; with ``warm_start``, the previous eigenvectors.
 
         ``M u_a`` (u_a = degrees on label a's strokes) is one multigrid approximation of the
@@ -196,11 +183,11 @@ class FastGE(GraphMethod):
             # initial subspace already contains the direction the edit pulls towards.
             changed = [a for a, (i, S) in enumerate(zip(cons.label_ids, cons.sets))
                        if self._stroke_keys.get(i) != _key(S)]
-            extra = self.amg(sources[:, changed]) if changed else np.zeros((n, 0))
+            extra = self.amg(sources[:, changed], cancel) if changed else np.zeros((n, 0))
             X0 = np.hstack([self._X, extra])
             if X0.shape[1] >= m:
                 return X0, True
-        return self.amg(sources), False
+        return self.amg(sources, cancel), False
 
     # -- one edit --------------------------------------------------------------------------
     def _update(self, scribbles: np.ndarray, cancel: CancelToken,
@@ -215,38 +202,19 @@ class FastGE(GraphMethod):
         timings["constraints"] = time.perf_counter() - t
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
         m = n_vectors(o["n_vectors"], cons.k)
-        stable = o["stable_refinement"]
-        # Undo, redo or the same strokes again: the answer shown then (answer_memory).
-        key = strokes_key(cons, o) if stable and confidence is None else None
-        shown = self.answers.recall(key) if key is not None else None
+        soft = confidence is not None
+        key, shown = self._recall(cons, confidence)
+        self.amg = None   # LOBPCG's hierarchy: built for these strokes when first needed
         if shown is not None:
-            m, shown = shown
-        self.amg = None
-        while True:
-            if self._harmonic_applies(m, cons, soft=confidence is not None):
-                lam, X, diag = self._harmonic_pairs(pencil, cons, m, cancel, timings)
-            else:
-                if self.amg is None:
-                    self._preconditioner(sparsify(cons, g.n), timings, cancel)
-                lam, X, diag = self._eigenpairs(pencil, cons, m, cancel, timings)
+            # Undo, redo or the same strokes again: the answer shown then, with its vectors.
+            m, labels = shown
+            lam, X, diag = self._solve_pencil(pencil, cons, m, soft, cancel, timings)
             cancel.check()
-            t = time.perf_counter()
-            if shown is not None:
-                V = embed(X, pencil)[2]
-                labels = shown
-                agreement = stroke_agreement(np.searchsorted(cons.label_ids, labels), cons.sets)
-                break
-            previous = self.answers.tie_breaker(cons) if stable else None
-            labels, V, agreement = partition(X, pencil, cons, k2_partition=o["k2_partition"],
-                                             seed=o["seed"], cancel=cancel, previous=previous)
-            timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
-            # Every label's strokes must come back as that label (issue 10). k − 1 vectors
-            # separate k stroke sets in exact arithmetic (each maps to a vertex of a simplex),
-            # but row normalisation can fold two labels onto one direction: one more vector
-            # (the k-th pair) then tells them apart.
-            if agreement.min() >= STROKE_AGREEMENT or m >= cons.k:
-                break
-            m += 1
+            V = embed(X, pencil)[2]
+            agreement = stroke_agreement(np.searchsorted(cons.label_ids, labels), cons.sets)
+        else:
+            m, (lam, X, diag), (labels, V, agreement) = self._solve_and_round(
+                pencil, cons, m, soft, cancel, timings)
         self.answers.remember(cons, labels, key, m)
         codes = np.searchsorted(cons.label_ids, labels)   # before the strokes are clamped
         sets, shape = cons.sets, g.shape
@@ -259,8 +227,63 @@ class FastGE(GraphMethod):
                             stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())),
                             confidence=conf)
 
-    def _harmonic_pairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
-                        timings: dict[str, float]) -> tuple:
+    def _recall(self, cons: Constraints, confidence: np.ndarray | None
+                ) -> tuple[bytes | None, tuple[int, np.ndarray] | None]:
+        """The key of these strokes in :attr:`answers` and the ``(m, labels)`` shown for them
+        before, if any (undo, redo; :mod:`~segapp.methods.answer_memory`). Only with
+        ``stable_refinement`` and hard strokes: otherwise the answer is history-free."""
+        if not self.options["stable_refinement"] or confidence is not None:
+            return None, None
+        key = strokes_key(cons, self.options)
+        return key, self.answers.recall(key)
+
+    def _solve_and_round(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
+                         cancel: CancelToken, timings: dict[str, float]
+                         ) -> tuple[int, Eigenpairs, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Eigenpairs and their rounding, with one more vector while the strokes are not given
+        back (:func:`needs_one_more_vector`). Returns m, the pairs, and labels, embedding,
+        stroke agreement."""
+        o = self.options
+        while True:
+            pairs = self._solve_pencil(pencil, cons, m, soft, cancel, timings)
+            cancel.check()
+            t = time.perf_counter()
+            previous = self.answers.tie_breaker(cons) if o["stable_refinement"] else None
+            rounded = round_eigenvectors(pairs.vectors, pencil, cons,
+                                         k2_partition=o["k2_partition"], seed=o["seed"],
+                                         cancel=cancel, previous=previous)
+            timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
+            if not needs_one_more_vector(rounded[2], m, cons.k):
+                return m, pairs, rounded
+            m += 1
+
+    def _solve_pencil(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
+                      cancel: CancelToken, timings: dict[str, float]) -> Eigenpairs:
+        """The m smallest pairs of the pencil by the solver :func:`~segapp.solve.choose_method`
+        picks: the harmonic potentials, or LOBPCG (warm-started if asked)."""
+        o = self.options
+        problem = EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings=(
+            SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
+                          cg_tol=o["cg_tol"], linear_solver=o["linear_solver"],
+                          reuse=o["warm_start"] is not False,
+                          on_nonconvergence=o["on_nonconvergence"],
+                          advice="try a larger maxiter or a smaller constraint_weight")))
+        if choose_method(o["eigensolver"], problem, soft=soft,
+                         connected=self._is_connected) == "harmonic":
+            return self._harmonic_pairs(problem, cancel, timings)
+        if self.amg is None:
+            self._preconditioner(sparsify(cons, self.graph.n), timings, cancel)
+        t = time.perf_counter()
+        X0, warm = self._initial_block(pencil, cons, m, cancel)
+        pairs = solve(problem.starting_from(X0), "lobpcg", cancel, preconditioner=self.amg)
+        pairs.diagnostics.warm_start = warm
+        self._X = pairs.vectors
+        self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
+        timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
+        return pairs
+
+    def _harmonic_pairs(self, problem: EigenProblem, cancel: CancelToken,
+                        timings: dict[str, float]) -> Eigenpairs:
         """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.solve.harmonic`)."""
         o = self.options
         if self.harmonic is None or self.harmonic.theta != o["amg_theta"]:
@@ -268,88 +291,27 @@ class FastGE(GraphMethod):
             grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
             self.harmonic = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"],
                                            grid=grid)
+        self._X = None  # a later LOBPCG warm start must not mix the two solvers' vectors
         t = time.perf_counter()
         steps: dict[str, float] = {}
-        lam, X, diag = self.harmonic.eigenpairs(
-            pencil, cons.sets, list(cons.label_ids), nev=m, tol=o["cg_tol"],
-            maxiter=o["maxiter"], reuse=o["warm_start"] is not False,
-            linear_solver=o["linear_solver"], cancel=cancel, timings=steps)
+        pairs = solve(problem, "harmonic", cancel, harmonic=self.harmonic, timings=steps)
         timings["amg_setup"] = timings.get("amg_setup", 0.0) + steps.get("amg_setup", 0.0)
         timings["eigensolver"] = (timings.get("eigensolver", 0.0) + time.perf_counter() - t
                                   - steps.get("amg_setup", 0.0))
-        self._X = None  # a later LOBPCG warm start must not mix the two solvers' vectors
-        if not diag.converged:
-            _nonconvergence(diag, o["on_nonconvergence"], "try a larger maxiter or cg_tol")
-        return lam, X, diag
+        return pairs
 
-    def _eigenpairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
-                    timings: dict[str, float]) -> tuple:
-        """The m smallest pairs of the pencil by LOBPCG (warm-started if asked), checked."""
-        o = self.options
-        t = time.perf_counter()
-        X0, warm = self._initial_block(pencil, cons, m)
-        solver = "scipy" if o["eigensolver"] == "scipy" else "segapp"
-        lam, X, diag = eigenpairs(pencil, X0, self.amg, nev=m, solver=solver,
-                                  maxiter=o["maxiter"], eig_tol=o["eig_tol"],
-                                  res_tol=o["res_tol"], cancel=cancel,
-                                  on_nonconvergence=o["on_nonconvergence"],
-                                  monitor=LabelSettling(pencil, cons.sets, o["label_tol"]),
-                                  advice="try a larger maxiter or a smaller constraint_weight")
-        diag.warm_start = warm
-        self._X = X
-        self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
-        timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
-        return lam, X, diag
+
+def needs_one_more_vector(agreement: np.ndarray, m: int, k: int) -> bool:
+    """Whether FAST-GE retries with m + 1 vectors: a label's strokes are not given back.
+
+    Every label's strokes must come back as that label (issue 10). k − 1 vectors separate k
+    stroke sets in exact arithmetic (each maps to a vertex of a simplex), but row
+    normalisation can fold two labels onto one direction: one more vector (the k-th pair)
+    then tells them apart. At most k.
+    """
+    return bool(agreement.min() < STROKE_AGREEMENT) and m < k
 
 
 def _key(S: np.ndarray) -> bytes:
     """Fingerprint of a stroke pixel set (to tell which labels an edit changed)."""
     return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()
-
-
-def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition: str = "sweep",
-              seed: int = 0, cancel: CancelToken | None = None,
-              previous: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
-
-    Embedding of Fig. 2 (§4.4); for two labels the Cheeger sweep (§4.6), otherwise k-means
-    with each cluster anchored to one label's strokes (:func:`segapp.partition.anchored_kmeans`).
-    The labels are *not* clamped to the strokes here: ``agreement[a]`` is the share of label
-    a's painted pixels that the partition itself gives to label a, which the caller checks.
-
-    ``previous`` (user ids, flat; the previous edit's answer with the same labels) makes the
-    rounding stable under refinement (issue 10, option ``stable_refinement``): the sweep keeps,
-    among the local minima of its ratio within :data:`segapp.partition.SWEEP_TOLERANCE` of the
-    best, the cut closest to it, and k-means also starts from its regions
-    (:func:`segapp.partition.stable_anchored_kmeans`) — both only while the previous answer,
-    the new strokes painted in, is itself within :data:`segapp.partition.PREVIOUS_GATE` of
-    the fresh answer in FAST-GE's objective (:func:`segapp.partition.ratio_cut`). The answer
-    then depends on the edit history, not only on the strokes; without ``previous`` (a new
-    session, :func:`segapp.segment`) it is the history-free one.
-    """
-    k = cons.k
-    U, _, V = embed(X, pencil)
-    before = None
-    if previous is not None:
-        before = np.searchsorted(np.asarray(cons.label_ids), previous).astype(np.int64)
-        for a, S in enumerate(cons.sets):     # the previous answer with the new strokes
-            before[S] = a
-    codes = None
-    if k == 2 and k2_partition == "sweep":
-        x = V[:, 0]
-        low = int(np.mean(x[cons.sets[0]]) > np.mean(x[cons.sets[1]]))  # label of the low side
-        mask = sweep_cut(x, pencil, cons,
-                         previous=None if before is None else before == low).astype(np.int64)
-        # The prefix is label 0's side if label 0's strokes are mostly in it.
-        codes = mask ^ 1 if np.mean(mask[cons.sets[0]]) >= 0.5 else mask
-        if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:
-            codes = None  # the best ratio cut does not separate the strokes: use k-means
-    if codes is None:
-        codes = stable_anchored_kmeans(U, cons.sets, before,
-                                       objective=lambda c: ratio_cut(c, pencil, cons),
-                                       rng=np.random.default_rng(seed), cancel=cancel)
-    # A click cut off alone (shrinking bias): its region from the potentials (issue 22).
-    codes = reround_degenerate(codes, V, pencil, cons)
-    agreement = stroke_agreement(codes, cons.sets)
-    return np.asarray(cons.label_ids, np.int32)[codes], V, agreement

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..solve.amg import AMGPreconditioner
+from ..solve import EigenProblem, SolveSettings, random_start, solve
+from ..solve.amg import AMGPreconditioner, amg_preconditioner
 from ..cancel import CancelToken
 from ..strokes.constraints import stroke_sets
-from ..solve.eigensolve import amg_preconditioner, eigenpairs, random_start
 from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, override, pick
 from ..partition import clamp_strokes, embed, kmeans, match_labels, stroke_agreement
@@ -74,10 +74,11 @@ class NCut(GraphMethod):
             timings["amg_setup"] = time.perf_counter() - t
             t = time.perf_counter()   # "eigensolver" is the solve alone, as in FAST-GE
         X0 = self._X if (self._X is not None and self._X.shape[1] == m) else \
-            random_start(self.amg, g.n, m, rng)
-        lam, X, diag = eigenpairs(pencil, X0, self.amg, maxiter=o["maxiter"],
-                                  eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel,
-                                  on_nonconvergence=o["on_nonconvergence"])
+            random_start(self.amg, g.n, m, rng, cancel)
+        settings = SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
+                                 on_nonconvergence=o["on_nonconvergence"])
+        lam, X, diag = solve(EigenProblem(pencil, m, start=X0, settings=settings), "lobpcg",
+                             cancel, preconditioner=self.amg)
         self._X = X
         timings["eigensolver"] = time.perf_counter() - t
         t = time.perf_counter()

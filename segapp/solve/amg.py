@@ -17,6 +17,19 @@ is after; with θ = 0 (PyAMG's default) LOBPCG needed 34 iterations at 250K pixe
 θ = 0.03 it needed 8 (at the first σ rule; with σ = 0.4 × mean on a 4-neighbour graph θ = 0, 0.03, 0.1, 0.25 gave 82, 24, 21, 48
 iterations on the 240K-px coffee sample, see docs/architecture.md).
 
+The hierarchy is a list of :class:`Level` objects (operator, prolongator, smoother diagonal),
+as PyAMG's ``MultilevelSolver`` keeps its ``levels``, ending in a coarse solve with a ``solve``
+method (:class:`CholeskySolve`, or :class:`PseudoInverseSolve` for a singular coarsest matrix).
+:func:`amg_preconditioner` is the one place that builds a hierarchy on a graph Laplacian (with
+the shift ``εD`` that makes its coarsest level non-singular): LOBPCG's (FAST-GE with the
+strokes' must-link graph, the normalized cut, CCSKL) and the harmonic potentials' CG
+(:mod:`segapp.solve.harmonic`, on the Dirichlet matrix of the strokes).
+
+Cancellation: the set-up, :meth:`AMGPreconditioner.galerkin_update` and every application take
+the caller's :class:`~segapp.cancel.CancelToken` as a parameter (nothing is stored on the
+preconditioner); a solver that applies it through a one-argument callable binds the token
+with :func:`functools.partial`.
+
 Set-up. The hierarchy is built level by level here from PyAMG's building blocks (symmetric
 strength, standard aggregation, ``fit_candidates``), the same recipe as
 :func:`pyamg.smoothed_aggregation_solver` with a Jacobi-smoothed prolongator
@@ -35,6 +48,8 @@ strength, standard aggregation, ``fit_candidates``), the same recipe as
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -43,7 +58,7 @@ from pyamg.aggregation.tentative import fit_candidates
 from pyamg.strength import symmetric_strength_of_connection
 from pyamg.util.linalg import approximate_spectral_radius
 
-from ..cancel import CancelLike, CancelToken
+from ..cancel import NEVER, CancelToken
 
 #: Strength-of-connection threshold (see module docstring).
 DEFAULT_THETA = 0.03
@@ -67,11 +82,16 @@ def _abs_row_sums(A: sp.csr_matrix) -> np.ndarray:
     return absA @ np.ones(A.shape[0])
 
 
-def build_hierarchy(A: sp.csr_matrix, theta: float,
-                    cancel: CancelLike = None
+#: Relative diagonal shift of the matrix the hierarchy is built on (:func:`amg_preconditioner`):
+#: small against the eigenvalues sought (so the preconditioner still inverts the smooth modes
+#: well) but enough to make the coarsest level non-singular.
+AMG_SHIFT = 1e-8
+
+
+def build_hierarchy(A: sp.csr_matrix, theta: float, cancel: CancelToken = NEVER
                     ) -> tuple[list[sp.csr_matrix], list[sp.csr_matrix]]:
     """Smoothed-aggregation operators ``[A_0, A_1, …]`` and prolongators ``[P_0, …]``."""
-    check = CancelToken.of(cancel).check
+    check = cancel.check
 
     ops, Ps = [A], []
     B = np.ones((A.shape[0], 1))
@@ -131,6 +151,45 @@ def _l1_inverse(A: sp.csr_matrix) -> np.ndarray:
     return 1.0 / np.maximum(rowsum, np.finfo(float).tiny)
 
 
+@dataclass
+class Level:
+    """One level of the V-cycle: its operator ``A``, and — except on the coarsest level — the
+    prolongator ``P`` to the next coarser one and the ℓ1-Jacobi diagonal ``dinv`` (n × 1)."""
+
+    A: sp.csr_matrix
+    P: sp.csr_matrix | None = None
+    dinv: np.ndarray | None = None
+
+
+class CholeskySolve:
+    """Exact solve with the (dense, SPD) coarsest operator by Cholesky."""
+
+    def __init__(self, A: np.ndarray) -> None:
+        self.factor = sla.cho_factor(A)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        return sla.cho_solve(self.factor, b)
+
+
+class PseudoInverseSolve:
+    """The pseudo-inverse of a singular coarsest operator (a hierarchy built without shift)."""
+
+    def __init__(self, A: np.ndarray) -> None:
+        self.pinv = np.linalg.pinv(A, hermitian=True)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        return self.pinv @ b
+
+
+def coarse_solver(A: sp.spmatrix) -> CholeskySolve | PseudoInverseSolve:
+    """Cholesky of the coarsest operator, or its pseudo-inverse if it is singular."""
+    dense = A.toarray()
+    try:
+        return CholeskySolve(dense)
+    except np.linalg.LinAlgError:
+        return PseudoInverseSolve(dense)
+
+
 class AMGPreconditioner:
     """Block V-cycle approximating ``A⁻¹`` for a sparse SPD (or shifted singular) matrix ``A``.
 
@@ -142,38 +201,41 @@ class AMGPreconditioner:
         Symmetric strength-of-connection threshold for the aggregation.
     sweeps : int
         ℓ1-Jacobi sweeps before and after the coarse correction.
-    cancel : callable, Event or :class:`~segapp.cancel.CancelToken`, optional
-        Checked during the set-up (between levels) and on every application; when it returns
-        True, :class:`~segapp.errors.Cancelled` is raised.
+    cancel : CancelToken, optional
+        Checked during the set-up (between levels); :class:`~segapp.errors.Cancelled` is raised
+        when it asks to stop. Each application takes its own token (:meth:`__call__`).
+
+    Attributes
+    ----------
+    levels : list of Level
+        Finest first; the last one's operator is solved by ``coarse``.
+    coarse : CholeskySolve or PseudoInverseSolve
+    applications : int
+        V-cycles applied so far (one per block).
     """
 
     def __init__(self, A: sp.spmatrix, *, theta: float = DEFAULT_THETA, sweeps: int = 1,
-                 cancel: CancelLike = None) -> None:
+                 cancel: CancelToken = NEVER) -> None:
         A = sp.csr_matrix(A)
         self.theta = theta
         self.sweeps = sweeps
-        self.cancel = cancel
         self.applications = 0
-        ops, self._P = build_hierarchy(A, theta, cancel)
+        ops, Ps = build_hierarchy(A, theta, cancel)
         # The finest prolongator as built: galerkin_update restores rows from it.
-        self._P0_built = self._P[0] if self._P else None
+        self._built_P0 = Ps[0] if Ps else None
         # Restriction R = Pᵀ is applied as P.T (a CSC view): no transposed copy to keep
         # (66 B/px at 250K px), and CSC × block measured faster than the CSR copy (3.6 vs 4.4 ms).
-        self._set_operators(ops)
+        self._set_levels(ops, Ps)
 
-    def _set_operators(self, ops: list[sp.csr_matrix]) -> None:
-        # ℓ1-Jacobi diagonals and the coarsest factorisation, per level.
-        self._A = ops
-        self._dinv = [_l1_inverse(A)[:, None] for A in ops[:-1]]
-        coarse = ops[-1].toarray()
-        try:
-            self._coarse = ("chol", sla.cho_factor(coarse))
-        except np.linalg.LinAlgError:
-            # A singular coarsest matrix (no shift given): fall back to a pseudo-inverse.
-            self._coarse = ("pinv", np.linalg.pinv(coarse, hermitian=True))
+    def _set_levels(self, ops: list[sp.csr_matrix], Ps: list[sp.csr_matrix]) -> None:
+        # ℓ1-Jacobi diagonals per level and the coarsest factorisation.
+        self.levels = [Level(A, P, _l1_inverse(A)[:, None]) for A, P in zip(ops[:-1], Ps)]
+        self.levels.append(Level(ops[-1]))
+        self.coarse = coarse_solver(ops[-1])
 
     def galerkin_update(self, delta: sp.spmatrix, decoupled: np.ndarray | None = None,
-                        recoupled: np.ndarray | None = None) -> None:
+                        recoupled: np.ndarray | None = None, *,
+                        cancel: CancelToken = NEVER) -> None:
         """Make the hierarchy precondition ``A' = A + Δ`` for a sparse, local change ``Δ``.
 
         The aggregates stay; every level's operator gets its exact Galerkin correction, so the
@@ -188,17 +250,18 @@ class AMGPreconditioner:
         .. math:: P'ᵀA'P' = PᵀAP + PᵀΔP + Eᵀ(A'P) + (A'P)ᵀE + EᵀA'E,
 
         where ``A'P`` is needed on the rows R only, and ``Δ_{l+1} = P_lᵀ Δ_l P_l`` below:
-        everything touches a few hundred rows.
+        everything touches a few hundred rows. ``cancel`` is checked between the levels.
         """
-        check = CancelToken.of(self.cancel).check
+        check = cancel.check
         delta = sp.csr_matrix(delta)
-        A0 = (self._A[0] + delta).tocsr()
+        A0 = (self.levels[0].A + delta).tocsr()
         ops = [A0]
         check()
-        if not self._P:
-            self._set_operators(ops)
+        Ps = [level.P for level in self.levels[:-1]]
+        if not Ps:
+            self._set_levels(ops, Ps)
             return
-        P0 = self._P[0]
+        P0 = Ps[0]
         coarse = (P0.T @ (delta @ P0)).tocsr()
         rows = np.concatenate([np.zeros(0, np.int64)] + [
             np.asarray(r, dtype=np.int64) for r in (decoupled, recoupled) if r is not None])
@@ -209,7 +272,7 @@ class AMGPreconditioner:
             target = sp.csr_matrix((rows.size, P0.shape[1]))
             if recoupled is not None and len(recoupled):
                 back = np.isin(rows, recoupled).astype(float)
-                target = sp.csr_matrix(sp.diags(back) @ self._P0_built[rows])
+                target = sp.csr_matrix(sp.diags(back) @ self._built_P0[rows])
             E_R = (target - P0[rows]).tocsr()
             check()
             A_R = A0[rows]                                   # rows R of A'
@@ -218,36 +281,34 @@ class AMGPreconditioner:
             E = sp.csr_matrix((E_R.data, E_R.indices, _scatter_indptr(E_R.indptr, rows,
                                                                      P0.shape[0])),
                               shape=P0.shape)
-            self._P[0] = (P0 + E).tocsr()
-            self._P[0].eliminate_zeros()
-        for level in range(1, len(self._A)):
+            Ps[0] = (P0 + E).tocsr()
+            Ps[0].eliminate_zeros()
+        for level in range(1, len(self.levels)):
             check()
-            ops.append((self._A[level] + coarse).tocsr())
-            if level < len(self._P):
-                P = self._P[level]
+            ops.append((self.levels[level].A + coarse).tocsr())
+            if level < len(Ps):
+                P = Ps[level]
                 coarse = (P.T @ (coarse @ P)).tocsr()
-        self._set_operators(ops)
-
-    @property
-    def levels(self) -> int:
-        return len(self._A)
+        self._set_levels(ops, Ps)
 
     @property
     def operator_complexity(self) -> float:
-        return sum(A.nnz for A in self._A) / self._A[0].nnz
+        return sum(level.A.nnz for level in self.levels) / self.levels[0].A.nnz
 
-    def __call__(self, B: np.ndarray) -> np.ndarray:
-        CancelToken.of(self.cancel).check()
+    def __call__(self, B: np.ndarray, cancel: CancelToken = NEVER) -> np.ndarray:
+        """One V-cycle on every column of ``B`` (or on the vector ``B``); ``cancel`` is checked
+        before it and half-way through."""
+        cancel.check()
         self.applications += 1
         single = B.ndim == 1
-        X = self._cycle(0, B[:, None] if single else B)
+        X = self._cycle(0, B[:, None] if single else B, cancel)
         return X[:, 0] if single else X
 
-    def _cycle(self, level: int, b: np.ndarray) -> np.ndarray:
-        if level == len(self._A) - 1:
-            kind, fac = self._coarse
-            return sla.cho_solve(fac, b) if kind == "chol" else fac @ b
-        A, dinv, P = self._A[level], self._dinv[level], self._P[level]
+    def _cycle(self, depth: int, b: np.ndarray, cancel: CancelToken) -> np.ndarray:
+        level = self.levels[depth]
+        if level.P is None:
+            return self.coarse.solve(b)
+        A, dinv, P = level.A, level.dinv, level.P
 
         def smooth(x: np.ndarray) -> None:  # one ℓ1-Jacobi sweep, in place
             r = _residual(A, x, b)
@@ -257,14 +318,29 @@ class AMGPreconditioner:
         x = dinv * b
         for _ in range(self.sweeps - 1):
             smooth(x)
-        x += P @ self._cycle(level + 1, P.T @ _residual(A, x, b))
-        if level == 0:  # a cycle at 1.1M px takes 160 ms: also look half-way
-            CancelToken.of(self.cancel).check()
+        x += P @ self._cycle(depth + 1, P.T @ _residual(A, x, b), cancel)
+        if depth == 0:  # a cycle at 1.1M px takes 160 ms: also look half-way
+            cancel.check()
         for _ in range(self.sweeps):
             smooth(x)
         return x
 
     def __repr__(self) -> str:
-        sizes = " → ".join(str(A.shape[0]) for A in self._A)
-        return (f"AMGPreconditioner(levels={self.levels}, unknowns {sizes}, "
+        sizes = " → ".join(str(level.A.shape[0]) for level in self.levels)
+        return (f"AMGPreconditioner(levels={len(self.levels)}, unknowns {sizes}, "
                 f"operator complexity {self.operator_complexity:.2f}, θ={self.theta})")
+
+
+def amg_preconditioner(laplacian: sp.spmatrix, degrees: np.ndarray, *,
+                       must_link: sp.spmatrix | None = None, theta: float = DEFAULT_THETA,
+                       cancel: CancelToken = NEVER) -> AMGPreconditioner:
+    """Smoothed-aggregation V-cycle approximating ``(L + L̃_ML + εD)⁻¹``, ``ε`` = :data:`AMG_SHIFT`.
+
+    ``laplacian`` is the graph Laplacian (or the strokes' Dirichlet matrix of it, for the
+    harmonic potentials); ``must_link`` the Laplacian of the strokes' sparsified must-link
+    graph (:func:`segapp.strokes.constraints.sparsify`), None for an operator without
+    constraints. ``cancel`` is checked between the set-up's levels and steps.
+    """
+    A = laplacian if must_link is None else laplacian + must_link
+    return AMGPreconditioner(A + sp.diags(AMG_SHIFT * np.asarray(degrees)), theta=theta,
+                             cancel=cancel)

@@ -49,7 +49,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 
 from . import cholmod
-from ..cancel import CancelLike, CancelToken
+from ..cancel import NEVER, CancelToken
 from ..errors import SolverError
 from .ordering import grid_nested_dissection
 
@@ -132,18 +132,17 @@ class DirichletFactor:
         cur = self._current
         return None if cur is None else cur.base
 
-    def factor(self, fixed: np.ndarray, cancel: CancelLike = None) -> None:
+    def factor(self, fixed: np.ndarray, cancel: CancelToken = NEVER) -> None:
         """Numerically factor ``Ã(fixed)`` and make ``fixed`` the base (GIL released).
 
         The new factor is computed on a copy of the analysis and swapped in when complete
         (one attribute assignment): a solve running meanwhile in another thread finishes on
         the factor it started with, as exactly.
         """
-        token = CancelToken.of(cancel)
         t = time.perf_counter()
         r, c = self._rows, self._cols
         data = self._data * ((r == c) | ~(fixed[r] | fixed[c]))
-        token.check()
+        cancel.check()
         f = self._symbolic.copy()
         f.factorize(data)
         self._current = _Base(f, np.array(fixed, dtype=bool, copy=True))
@@ -165,20 +164,20 @@ class DirichletFactor:
         return self.base is not None and _Update.of(self, fixed, self.changed(fixed)) is not None
 
     # -- solves ----------------------------------------------------------------------------
-    def solve(self, fixed: np.ndarray, b: np.ndarray, cancel: CancelLike = None) -> np.ndarray:
+    def solve(self, fixed: np.ndarray, b: np.ndarray, cancel: CancelToken = NEVER
+              ) -> np.ndarray:
         """``Ã(fixed)⁻¹ b``, exact: from the base factor, updated or refactored as needed."""
-        token = CancelToken.of(cancel)
         cur = self._current                   # one snapshot: a rebase may swap it meanwhile
         if cur is None:
-            self.factor(fixed, token)
+            self.factor(fixed, cancel)
             cur = self._current
         T = self.changed(fixed, cur)
-        token.check()
+        cancel.check()
         t = time.perf_counter()
         if T.size == 0:
             x = cur.factor.solve(b)
         else:
-            x = self._bordered_solve(cur, fixed, T, b, token)
+            x = self._bordered_solve(cur, fixed, T, b, cancel)
         self.timings["solve"] = time.perf_counter() - t
         return x
 

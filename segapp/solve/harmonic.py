@@ -48,18 +48,19 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from . import direct
-from .amg import DEFAULT_THETA, AMGPreconditioner
-from ..cancel import CancelLike, CancelToken
-from ..strokes.constraints import stroke_indicators
-from .eigensolve import AMG_SHIFT
+from ..cancel import NEVER, CancelToken
 from ..errors import SolverError
-from .lobpcg import SolverDiagnostics, svqb
+from ..strokes.constraints import stroke_indicators
+from .amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
+from .diagnostics import SolverDiagnostics
+from .lobpcg import svqb
 from .pencil import Pencil
 
 #: SVQB's drop threshold in :func:`ritz_pairs`: the potentials always contain the constant
@@ -112,7 +113,7 @@ def with_strokes(Y: np.ndarray, fixed: np.ndarray, sets: list[np.ndarray]) -> np
 
 def stroke_potentials(L: sp.csr_matrix, degrees: np.ndarray, sets: list[np.ndarray], *,
                       theta: float = DEFAULT_THETA, tol: float = 1e-4, maxiter: int = 300,
-                      cancel: CancelLike = None) -> np.ndarray:
+                      cancel: CancelToken = NEVER) -> np.ndarray:
     """``Y`` (n × k): ``Y_a = E_a + φ_a``, every label's strokes extended harmonically.
 
     One cold iterative solve (a hierarchy built for these strokes, no state kept); a caller
@@ -124,16 +125,17 @@ def stroke_potentials(L: sp.csr_matrix, degrees: np.ndarray, sets: list[np.ndarr
 
 
 def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
-              tol: float = 1e-4, maxiter: int = 300, cancel: CancelLike = None
+              tol: float = 1e-4, maxiter: int = 300, cancel: CancelToken = NEVER
               ) -> tuple[np.ndarray, int, np.ndarray]:
     """Preconditioned conjugate gradients on every column of ``b`` at once.
 
     One sparse product and one V-cycle per step serve all columns; each column has its own
     step lengths (these are independent CG runs sharing the operator applications). Stops
     when every ``‖b_j − A x_j‖ ≤ tol ‖b_j‖``. Returns x, the steps taken and the relative
-    residuals.
+    residuals. ``M`` is applied as ``M(r)``: a preconditioner that checks a cancellation token
+    comes with it bound (:func:`functools.partial`).
     """
-    check = CancelToken.of(cancel).check
+    check = cancel.check
     colnorm = lambda V: np.sqrt(np.einsum("ij,ij->j", V, V))  # noqa: E731 (no n×m temporaries)
     bnorm = colnorm(b)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
@@ -177,7 +179,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
 
 
 def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int,
-               cancel: CancelLike = None) -> tuple[np.ndarray, np.ndarray]:
+               cancel: CancelToken = NEVER) -> tuple[np.ndarray, np.ndarray]:
     """Rayleigh–Ritz of the pencil on ``span(Y)`` projected to ``dᵀx = 0``: θ and B-orthonormal X.
 
     Dependent directions (the constant vector, which the potentials contain) are dropped by
@@ -186,7 +188,7 @@ def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int,
     potentials are constant: ``‖Ax − θBx‖`` is not what measures this solve's accuracy; the
     CG residuals and the Ritz values are.)
     """
-    check = CancelToken.of(cancel).check  # 0.25 s at 1.1M px: looked at between products
+    check = cancel.check  # 0.25 s at 1.1M px: looked at between products
     d = pencil.degrees
     Yp = Y - (d @ Y) / d.sum()
     AY = pencil.A(Yp)
@@ -276,7 +278,7 @@ class HarmonicSolver:
         d = self.direct
         return d is not None and d.base is not None and self._mode != "iterative"
 
-    def prepare(self, cancel: CancelLike = None) -> None:
+    def prepare(self, cancel: CancelToken = NEVER) -> None:
         """Work for the *next* edit, done after this one's answer is shown (issue 21).
 
         Builds the direct solver's analysis if needed and factors the Dirichlet matrix of the
@@ -285,27 +287,27 @@ class HarmonicSolver:
         releases the GIL; cancellation is checked between its steps. Once a factor exists
         the next solve need not wait for this (:meth:`prepares_alongside`).
         """
-        token = CancelToken.of(cancel)
         fixed = self._next
         if fixed is None or self._mode == "iterative" or not self._direct_usable():
             return
         with threadpool_limits(limits=1, user_api="blas"):
             d = self._build_direct()
-            token.check()
+            cancel.check()
             if d is None or (d.base is not None and np.array_equal(d.base, fixed)):
                 return
             try:
-                d.factor(fixed, token)
+                d.factor(fixed, cancel)
             except (SolverError, MemoryError) as exc:
                 self.direct, self.direct_unavailable = None, str(exc)
                 return
         self.state = None   # the direct solver serves from now on: free the hierarchy
 
-    def eigenpairs(self, pencil: Pencil, sets: list[np.ndarray], label_ids: list[int], *,
-                   nev: int, tol: float = 1e-4, maxiter: int = 300, reuse: bool = False,
-                   linear_solver: str = "auto", cancel: CancelLike = None,
-                   timings: dict[str, float] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
+    def potential_ritz_pairs(self, pencil: Pencil, sets: list[np.ndarray],
+                             label_ids: list[int], *, nev: int, tol: float = 1e-4,
+                             maxiter: int = 300, reuse: bool = False,
+                             linear_solver: str = "auto", cancel: CancelToken = NEVER,
+                             timings: dict[str, float] | None = None
+                             ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
         """The ``nev ≤ k − 1`` smallest Ritz pairs of ``pencil`` on the strokes' potentials.
 
         ``reuse``: solve from the direct solver's factor of earlier strokes (updated), or
@@ -323,23 +325,22 @@ class HarmonicSolver:
         k = len(sets)
         if not 1 <= nev <= k - 1:
             raise ValueError(f"nev must lie in 1..k−1 = {k - 1}, got {nev}")
-        token = CancelToken.of(cancel)
         timings = {} if timings is None else timings
         n = self.L.shape[0]
         t = time.perf_counter()
         fixed = painted(n, sets)
         b = stroke_rhs(self.L, fixed, sets[:k - 1])
         timings["dirichlet"] = time.perf_counter() - t
-        token.check()
+        cancel.check()
         Phi, steps, rel, warm, how = self._potentials(fixed, b, label_ids[:k - 1], tol, maxiter,
-                                                      reuse, linear_solver, token, timings)
+                                                      reuse, linear_solver, cancel, timings)
         t = time.perf_counter()
         Y = np.empty((n, k))
         Y[:, :k - 1] = Phi
         Y[:, k - 1] = 1.0 - Phi.sum(axis=1)
         with_strokes(Y, fixed, sets)
-        token.check()
-        lam, X = ritz_pairs(pencil, Y, nev, cancel=token)
+        cancel.check()
+        lam, X = ritz_pairs(pencil, Y, nev, cancel=cancel)
         timings["ritz"] = time.perf_counter() - t
         converged = bool(np.all(rel <= tol))
         reason = (how if how is not None else
@@ -355,7 +356,8 @@ class HarmonicSolver:
                     maxiter: int, reuse: bool, linear_solver: str, token: CancelToken,
                     timings: dict[str, float]
                     ) -> tuple[np.ndarray, int, np.ndarray, bool, str | None]:
-        """``Ã(fixed)⁻¹ b`` by the direct or the iterative path (see :meth:`eigenpairs`)."""
+        """``Ã(fixed)⁻¹ b`` by the direct or the iterative path (see
+        :meth:`potential_ritz_pairs`)."""
         n = self.L.shape[0]
         self._next, self._mode = fixed, linear_solver
         d = self.direct if linear_solver != "iterative" and self._direct_usable() else None
@@ -379,11 +381,10 @@ class HarmonicSolver:
 
     def potentials(self, sets: list[np.ndarray], label_ids: list[int] | None = None, *,
                    tol: float = 1e-4, maxiter: int = 300, linear_solver: str = "auto",
-                   cancel: CancelLike = None) -> np.ndarray:
+                   cancel: CancelToken = NEVER) -> np.ndarray:
         """``Y`` (n × k): ``Y_a = E_a + φ_a`` for every label (CCSKL's basis), solved as
-        :meth:`eigenpairs` solves its k − 1: from the direct solver's factor where it can,
+        :meth:`potential_ritz_pairs` solves its k − 1: from the direct solver's factor where it can,
         else iteratively (reusing the last hierarchy when ``label_ids`` name the labels)."""
-        token = CancelToken.of(cancel)
         fixed = painted(self.L.shape[0], sets)
         b = stroke_rhs(self.L, fixed, sets)
         timings = {"dirichlet": 0.0}
@@ -391,7 +392,7 @@ class HarmonicSolver:
         ids = list(label_ids) if label_ids is not None else list(range(len(sets)))
         if label_ids is None and self.state is not None:
             self.state = None      # unnamed labels: no hierarchy to carry over
-        Y, *_ = self._potentials(fixed, b, ids, tol, maxiter, reuse, linear_solver, token,
+        Y, *_ = self._potentials(fixed, b, ids, tol, maxiter, reuse, linear_solver, cancel,
                                  timings)
         return with_strokes(Y, fixed, sets)
 
@@ -440,21 +441,16 @@ class HarmonicSolver:
         t = time.perf_counter()
         if warm:
             M = st.M
-            M.cancel = token
             M.galerkin_update(A - st.A, decoupled=np.flatnonzero(fixed & ~st.fixed),
-                              recoupled=np.flatnonzero(st.fixed & ~fixed))
+                              recoupled=np.flatnonzero(st.fixed & ~fixed), cancel=token)
             x0 = np.column_stack([st.potentials.get(i, np.zeros(n)) for i in ids])
             x0[fixed] = 0.0
         else:
-            M = AMGPreconditioner(A + sp.diags(AMG_SHIFT * self.degrees), theta=self.theta,
-                                  cancel=token)
+            M = amg_preconditioner(A, self.degrees, theta=self.theta, cancel=token)
         timings["amg_setup"] = time.perf_counter() - t
         t = time.perf_counter()
-        M.cancel = token
-        try:
-            Phi, steps, rel = block_pcg(A, M, b, x0=x0, tol=tol, maxiter=maxiter, cancel=token)
-        finally:
-            M.cancel = None
+        Phi, steps, rel = block_pcg(A, partial(M, cancel=token), b, x0=x0, tol=tol,
+                                    maxiter=maxiter, cancel=token)
         timings["potentials"] = time.perf_counter() - t
         fresh = st.fresh_steps if warm else steps
         if not (warm and steps > 1.5 * fresh + 2):  # else stale: build anew next time

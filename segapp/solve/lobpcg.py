@@ -2,8 +2,8 @@
 
 Knyazev's locally optimal block preconditioned conjugate gradient method (SIAM J. Sci. Comput.
 23(2), 2001), written for this problem family instead of calling
-:func:`scipy.sparse.linalg.lobpcg` (which ``method_options={"eigensolver": "scipy"}`` still
-selects) because
+:func:`scipy.sparse.linalg.lobpcg` (which ``benchmarks/solvers.py`` still runs for comparison)
+because
 
 * scipy's loop spent about half of each iteration at 250K pixels on its own dense block work
   (repeated B-orthonormalisations, constraint projections through a generic Y); here the
@@ -25,49 +25,18 @@ passes over the n-length vectors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from ..cancel import CancelLike, CancelToken
+from ..cancel import NEVER, CancelToken
 from ..errors import SolverError
+from .diagnostics import SolverDiagnostics
 
 Operator = Callable[[np.ndarray], np.ndarray]
 
 #: Relative eigenvalue threshold below which SVQB drops a direction of the B-Gram matrix.
 _DROP = 1e-12
-
-#: Largest relative Ritz-value change at which ``monitor`` may stop the solve.
-MONITOR_EIG_CHANGE = 0.1
-
-
-@dataclass
-class SolverDiagnostics:
-    """What the eigensolver did: enough to tell a good solve from a bad one."""
-
-    iterations: int = 0
-    converged: bool = False
-    reason: str = ""
-    eigenvalues: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    """Normwise relative residuals ``‖Ax − λBx‖ / ((‖A‖ + |λ|‖B‖)‖x‖)`` of the returned vectors,
-    with ‖A‖, ‖B‖ estimated from the largest ``‖AV‖/‖V‖`` seen during the iteration. (FAST-GE's
-    harmonic solve, :mod:`segapp.solve.harmonic`: the relative residuals of its potentials' CG.)"""
-    eigenvalue_change: float = np.inf
-    """Largest relative change of a Ritz value in the last iteration (NaN: not tracked, as in
-    FAST-GE's harmonic solve)."""
-    history: list[np.ndarray] = field(default_factory=list)
-    preconditioner_applications: int = 0
-    warm_start: bool = False
-
-    def __repr__(self) -> str:
-        state = "converged" if self.converged else "NOT converged"
-        res = np.array2string(np.asarray(self.residuals), precision=1, separator=", ")
-        change = (f"; last eigenvalue change {self.eigenvalue_change:.1e}"
-                  if not np.isnan(self.eigenvalue_change) else "")
-        return (f"SolverDiagnostics({state} after {self.iterations} iterations ({self.reason}); "
-                f"relative residuals {res}{change}{'; warm start' if self.warm_start else ''})")
 
 
 def svqb(G: np.ndarray, drop: float = _DROP) -> np.ndarray:
@@ -122,8 +91,7 @@ def lobpcg(
     res_tol: float = 1e-6,
     eig_tol: float = 1e-4,
     min_iter: int = 2,
-    cancel: CancelLike = None,
-    monitor: Callable[[np.ndarray], bool] | None = None,
+    cancel: CancelToken = NEVER,
 ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
     """Smallest ``m = X0.shape[1]`` eigenpairs of the symmetric pencil ``(A, B)``, B SPD.
 
@@ -149,14 +117,9 @@ def lobpcg(
     eig_tol : float
         Or stop when, for two consecutive iterations, no Ritz value moved by more than this
         relative amount (and at least ``min_iter`` iterations were made).
-    cancel : callable, Event or :class:`~segapp.cancel.CancelToken`, optional
+    cancel : CancelToken, optional
         Checked several times per iteration; :class:`~segapp.errors.Cancelled` is raised
         once it asks to stop.
-    monitor : callable, optional
-        Called with the wanted Ritz vectors ``X[:, :nev]`` after every iteration; returning
-        True (after ``min_iter`` iterations) stops the solve as converged, e.g. when the labels
-        they give have settled (:class:`segapp.solve.settling.LabelSettling`).
-
     Returns
     -------
     eigenvalues : ndarray (nev,)
@@ -236,7 +199,7 @@ def lobpcg(
     X, AX, BX = X @ C, AX @ C, BX @ C
     P = AP = BP = None
     settled = 0
-    stop_if_cancelled = CancelToken.of(cancel).check
+    stop_if_cancelled = cancel.check
 
     for it in range(1, maxiter + 1):
         stop_if_cancelled()
@@ -289,13 +252,6 @@ def lobpcg(
         settled = settled + 1 if change <= eig_tol else 0
         if settled >= 2 and it >= min_iter:
             diag.converged, diag.reason = True, "eigenvalues settled"
-            break
-        # The caller's test counts only once the Ritz values move by ≤ 10% per iteration: a
-        # stagnating solve (e.g. a stale preconditioner) can keep the labels still for a few
-        # iterations before a new direction enters and moves them by percents.
-        if (monitor is not None and monitor(X[:, :nev]) and it >= min_iter
-                and change <= MONITOR_EIG_CHANGE):
-            diag.converged, diag.reason = True, "labels settled"
             break
     else:
         diag.reason = "iteration cap"

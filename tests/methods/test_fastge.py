@@ -110,8 +110,7 @@ def test_cheeger_sweep_is_the_best_threshold_cut_of_the_dense_pencil():
     # Raw colours (no TV pre-filter): the sweep is checked on a graph whose eigenvector LOBPCG
     # resolves to 1e-10; on the TV-filtered one its residuals stall near 1e-5 at this size.
     g = image_graph(img, denoise=0)
-    res = FastGE(g, eigensolver="segapp", eig_tol=1e-12, res_tol=1e-10, maxiter=500,
-                 label_tol=0).update(s)
+    res = FastGE(g, eigensolver="lobpcg", eig_tol=1e-12, res_tol=1e-10, maxiter=500).update(s)
     # dense pencil from scratch (§4.7)
     LD = g.laplacian.toarray()
     d = np.diag(LD).copy()
@@ -223,7 +222,7 @@ def test_warm_resolve_matches_a_cold_segment(edit):
 
 @pytest.mark.parametrize("option, warm", [
     ({}, True), ({"warm_start": False}, False),
-    ({"eigensolver": "segapp"}, False), ({"eigensolver": "segapp", "warm_start": True}, True)])
+    ({"eigensolver": "lobpcg"}, False), ({"eigensolver": "segapp", "warm_start": True}, True)])
 def test_warm_start_default_per_solver(option, warm):
     # Default: the harmonic solve reuses the previous edit's hierarchy; LOBPCG starts from
     # M·(stroke sources), which measured fewer iterations than the previous edit's vectors
@@ -295,12 +294,12 @@ def test_nonconvergence_raises_solver_error_or_warns():
         assert segapp.segment(img, s, on_nonconvergence="warn").diagnostics.converged
 
 
-def test_scipy_eigensolver_nonconvergence_raises():
+def test_lobpcg_nonconvergence_raises():
     img, truth = four_regions(noise=0.12, H=40, W=50)
     s = np.zeros(truth.shape, int)
     s[5, 2:8], s[5, 30:40], s[35, 30:40] = 2, 5, 7
     with pytest.raises(SolverError):
-        segapp.segment(img, s, eigensolver="scipy", maxiter=1, res_tol=1e-12)
+        segapp.segment(img, s, eigensolver="lobpcg", maxiter=1, eig_tol=1e-12, res_tol=1e-12)
 
 
 def test_cancel_raises_cancelled_at_any_point_and_the_session_recovers():
@@ -335,7 +334,7 @@ def test_cancel_raises_cancelled_at_any_point_and_the_session_recovers():
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"bogus": 1}, {"k2_partition": "spectral"}, {"eigensolver": "arpack"},
+    {"bogus": 1}, {"k2_partition": "spectral"}, {"eigensolver": "arpack"}, {"eigensolver": "scipy"},
     {"on_nonconvergence": "ignore"}, {"kmeans_restarts": -1}, {"n_vectors": 0},
     {"n_vectors": 5}, {"connectivity": 6}, {"method": "nope"}, {"max_pixels": 1},
 ])

@@ -9,8 +9,9 @@ import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from segapp.solve.amg import MAX_COARSE, AMGPreconditioner, build_hierarchy
-from segapp.solve.eigensolve import AMG_SHIFT
+from segapp.cancel import CancelToken
+from segapp.solve.amg import (AMG_SHIFT, MAX_COARSE, AMGPreconditioner, CholeskySolve,
+                              build_hierarchy)
 from segapp.errors import Cancelled
 from segapp.graphs.image import image_graph
 
@@ -46,7 +47,9 @@ def cycle(request):
 
 def test_the_hierarchy_has_coarse_levels(cycle):
     A, M, _ = cycle
-    assert A.shape[0] > MAX_COARSE and M.levels >= 2   # a real V-cycle, not one dense solve
+    assert A.shape[0] > MAX_COARSE and len(M.levels) >= 2   # a real V-cycle, not one dense solve
+    assert all(level.P is not None for level in M.levels[:-1]) and M.levels[-1].P is None
+    assert isinstance(M.coarse, CholeskySolve)     # shifted: the coarsest level is SPD
     assert 1.0 < M.operator_complexity < 3.0
 
 
@@ -81,7 +84,7 @@ def test_v_cycle_is_a_convergent_cycle_for_its_matrix(cycle):
 def test_a_block_is_cycled_column_by_column(cycle):
     _, M, _ = cycle
     rng = np.random.default_rng(7)
-    B = rng.standard_normal((M._A[0].shape[0], 4))
+    B = rng.standard_normal((M.levels[0].A.shape[0], 4))
     np.testing.assert_allclose(M(B), np.column_stack([M(b) for b in B.T]), rtol=1e-12,
                                atol=1e-12 * np.abs(M(B)).max())
 
@@ -98,15 +101,21 @@ def test_galerkin_operators_are_symmetric_and_shrink():
 def test_cancel_stops_set_up_and_application():
     A = shifted_laplacian(0)
     with pytest.raises(Cancelled):
-        AMGPreconditioner(A, cancel=lambda: True)
+        AMGPreconditioner(A, cancel=CancelToken(lambda: True))
     M = AMGPreconditioner(A)
-    M.cancel = lambda: True
     with pytest.raises(Cancelled):
-        M(np.ones(A.shape[0]))
-    M.cancel = None
+        M(np.ones(A.shape[0]), CancelToken(lambda: True))
     applications = M.applications
     M(np.ones(A.shape[0]))
     assert M.applications == applications + 1
+
+
+def _operators(M: AMGPreconditioner) -> list[sp.csr_matrix]:
+    return [level.A for level in M.levels]
+
+
+def _prolongators(M: AMGPreconditioner) -> list[sp.csr_matrix]:
+    return [level.P for level in M.levels[:-1]]
 
 
 def _galerkin(A: sp.csr_matrix, Ps: list[sp.csr_matrix]) -> list[sp.csr_matrix]:
@@ -137,19 +146,19 @@ def test_galerkin_update_equals_the_galerkin_products_of_the_new_matrix():
     A1 = dirichlet_matrix(g.laplacian, fixed1) + shift
     A2 = dirichlet_matrix(g.laplacian, fixed2) + shift
     M = AMGPreconditioner(A1)
-    assert M.levels >= 3
-    built = M._P[0].toarray()
+    assert len(M.levels) >= 3
+    built = M.levels[0].P.toarray()
     M.galerkin_update(A2 - A1, decoupled=np.flatnonzero(fixed2 & ~fixed1),
                       recoupled=np.flatnonzero(fixed1 & ~fixed2))
-    P0 = M._P[0].toarray()
+    P0 = M.levels[0].P.toarray()
     np.testing.assert_array_equal(P0[fixed2 & ~fixed1], 0.0)
     keep = ~(fixed2 ^ fixed1)
     np.testing.assert_array_equal(P0[keep], built[keep])
-    _assert_same(M._A, _galerkin(sp.csr_matrix(A2), M._P))
+    _assert_same(_operators(M), _galerkin(sp.csr_matrix(A2), _prolongators(M)))
     # and back: the built prolongator and the first matrix's operators again
     M.galerkin_update(A1 - A2, decoupled=np.flatnonzero(fixed1 & ~fixed2),
                       recoupled=np.flatnonzero(fixed2 & ~fixed1))
-    back = M._P[0].toarray()
+    back = M.levels[0].P.toarray()
     np.testing.assert_array_equal(back[~fixed1], built[~fixed1])
     np.testing.assert_array_equal(back[fixed1], 0.0)
-    _assert_same(M._A, _galerkin(sp.csr_matrix(A1), M._P))
+    _assert_same(_operators(M), _galerkin(sp.csr_matrix(A1), _prolongators(M)))

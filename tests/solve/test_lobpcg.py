@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segapp.errors import Cancelled, SolverError
+from segapp.cancel import CancelToken
 from segapp.solve.lobpcg import lobpcg
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -106,7 +107,7 @@ def test_cancellation_at_any_check():
     A, B = pencil(12)
     X0 = np.random.default_rng(13).standard_normal((A.shape[0], 2))
     polls = []
-    solve(A, B, X0, maxiter=50, res_tol=0.0, eig_tol=0.0, cancel=lambda: polls.append(1) and False)
+    solve(A, B, X0, maxiter=50, res_tol=0.0, eig_tol=0.0, cancel=CancelToken(lambda: polls.append(1) and False))
     assert len(polls) >= 3 * 50 - 2     # several checks per iteration
     for stop_at in (1, 2, 3, len(polls) // 2, len(polls)):
         count = [0]
@@ -115,7 +116,7 @@ def test_cancellation_at_any_check():
             count[0] += 1
             return count[0] >= stop_at
         with pytest.raises(Cancelled):
-            solve(A, B, X0, maxiter=50, res_tol=0.0, eig_tol=0.0, cancel=cancel)
+            solve(A, B, X0, maxiter=50, res_tol=0.0, eig_tol=0.0, cancel=CancelToken(cancel))
         assert count[0] == stop_at          # stopped at the first True, nothing after
 
 

@@ -1,5 +1,5 @@
-"""segapp.solve.eigensolve, the one eigensolver entry of the graph methods, against dense ``eigh``;
-non-convergence, cancellation, and the normalized cut that calls it."""
+"""segapp.solve.solve, the one eigensolver entry of the graph methods, against dense ``eigh``;
+the choice of method, non-convergence, cancellation, and the normalized cut that calls it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import scipy.linalg as sla
 
 import segapp
 from segapp.cancel import CancelToken
-from segapp.solve.eigensolve import amg_preconditioner, eigenpairs, random_start
+from segapp.solve import EigenProblem, SolveSettings, choose_method, random_start, solve
+from segapp.solve.amg import amg_preconditioner
 from segapp.errors import Cancelled, InvalidInputError, SolverError
 from segapp.graphs.image import image_graph
+from segapp import methods
 from segapp.methods import options_of
 from segapp.solve.pencil import Pencil
 
@@ -40,33 +42,70 @@ def dense_reference(g, m):
     return lam[1:m + 1]
 
 
-@pytest.mark.parametrize("solver", ["segapp", "scipy"])
-def test_eigenpairs_match_dense_eigh(ncut_pencil, solver):
+def lobpcg_problem(pencil, X0, **settings):
+    return EigenProblem(pencil, X0.shape[1], start=X0, settings=SolveSettings(**settings))
+
+
+@pytest.mark.parametrize("method", ["lobpcg", "segapp"])     # "segapp": the old name
+def test_lobpcg_pairs_match_dense_eigh(ncut_pencil, method):
     g, pencil = ncut_pencil
     M = amg_preconditioner(g.laplacian, g.degrees)
     X0 = random_start(M, g.n, 3, np.random.default_rng(1))
-    lam, X, diag = eigenpairs(pencil, X0, M, solver=solver, maxiter=500, eig_tol=1e-12,
-                              res_tol=1e-9)
+    lam, X, diag = solve(lobpcg_problem(pencil, X0, maxiter=500, eig_tol=1e-12, res_tol=1e-9),
+                         method, preconditioner=M)
     ref = dense_reference(g, 3)
     np.testing.assert_allclose(lam, ref, rtol=1e-5, atol=1e-9 * ref.max())
     assert diag.converged and diag.preconditioner_applications > 0
     np.testing.assert_allclose(X.T @ pencil.B(X), np.eye(3), atol=1e-6)   # B-orthonormal
     assert np.abs(g.degrees @ X).max() < 1e-8 * np.abs(X).max() * g.degrees.sum()
-    assert M.cancel is None                   # the solve's cancel does not outlive it
+
+
+def test_scipys_lobpcg_in_the_benchmarks_gives_the_same_pairs(ncut_pencil):
+    from benchmarks.solvers import scipy_lobpcg
+    g, pencil = ncut_pencil
+    M = amg_preconditioner(g.laplacian, g.degrees)
+    X0 = random_start(M, g.n, 3, np.random.default_rng(1))
+    lam, _, diag = scipy_lobpcg(pencil, X0, M, 3, maxiter=500, res_tol=1e-9)
+    ref = dense_reference(g, 3)
+    np.testing.assert_allclose(lam, ref, rtol=1e-5, atol=1e-9 * ref.max())
+    assert diag.converged
 
 
 def test_nonconvergence_raises_or_warns_with_the_advice(ncut_pencil):
     g, pencil = ncut_pencil
     M = amg_preconditioner(g.laplacian, g.degrees)
     X0 = random_start(M, g.n, 2, np.random.default_rng(0))
+    tight = dict(maxiter=1, eig_tol=1e-15, res_tol=1e-15)
     with pytest.raises(SolverError, match="did not converge.*try fewer widgets") as info:
-        eigenpairs(pencil, X0, M, maxiter=1, eig_tol=1e-15, res_tol=1e-15,
-                   advice="try fewer widgets")
+        solve(lobpcg_problem(pencil, X0, advice="try fewer widgets", **tight),
+              preconditioner=M)
     assert info.value.diagnostics.iterations == 1 and not info.value.diagnostics.converged
     with pytest.warns(RuntimeWarning, match="did not converge"):
-        lam, X, diag = eigenpairs(pencil, X0, M, maxiter=1, eig_tol=1e-15, res_tol=1e-15,
-                                  on_nonconvergence="warn")
+        lam, X, diag = solve(lobpcg_problem(pencil, X0, on_nonconvergence="warn", **tight),
+                             preconditioner=M)
     assert X.shape == (g.n, 2) and not diag.converged
+
+
+def test_the_harmonic_path_needs_its_solver_and_lobpcg_its_start(ncut_pencil):
+    g, pencil = ncut_pencil
+    with pytest.raises(ValueError, match="HarmonicSolver"):
+        solve(EigenProblem(pencil, 1), "harmonic")
+    with pytest.raises(ValueError, match="start block"):
+        solve(EigenProblem(pencil, 1), "lobpcg")
+    with pytest.raises(ValueError, match="unknown eigensolver"):
+        solve(EigenProblem(pencil, 1), "scipy")
+
+
+def test_choose_method():
+    problem = EigenProblem(None, 2, sets=(np.array([0]), np.array([1]), np.array([2])))
+    yes, no = (lambda: True), (lambda: False)
+    assert choose_method("harmonic", problem, soft=False, connected=yes) == "harmonic"
+    assert choose_method("harmonic", problem, soft=True, connected=yes) == "lobpcg"
+    assert choose_method("harmonic", problem, soft=False, connected=no) == "lobpcg"
+    k_th = EigenProblem(None, 3, sets=problem.sets)
+    assert choose_method("harmonic", k_th, soft=False, connected=yes) == "lobpcg"
+    for name in ("lobpcg", "segapp"):
+        assert choose_method(name, problem, soft=False, connected=yes) == "lobpcg"
 
 
 def test_cancel_reaches_the_v_cycle_and_lobpcg(ncut_pencil):
@@ -74,7 +113,8 @@ def test_cancel_reaches_the_v_cycle_and_lobpcg(ncut_pencil):
     M = amg_preconditioner(g.laplacian, g.degrees)
     X0 = random_start(M, g.n, 2, np.random.default_rng(0))
     polls = []
-    eigenpairs(pencil, X0, M, cancel=lambda: polls.append(1) and False)
+    solve(lobpcg_problem(pencil, X0), cancel=CancelToken(lambda: polls.append(1) and False),
+          preconditioner=M)
     total = len(polls)
     for stop_at in (1, total // 2, total):
         count = [0]
@@ -83,10 +123,10 @@ def test_cancel_reaches_the_v_cycle_and_lobpcg(ncut_pencil):
             count[0] += 1
             return count[0] >= stop_at
         with pytest.raises(Cancelled):
-            eigenpairs(pencil, X0, M, cancel=CancelToken(cancel))
-        assert M.cancel is None
+            solve(lobpcg_problem(pencil, X0), cancel=CancelToken(cancel), preconditioner=M)
+    M(X0)                                     # nothing of a solve's token stays on M
     with pytest.raises(Cancelled):            # the set-up checks too
-        amg_preconditioner(g.laplacian, g.degrees, cancel=lambda: True)
+        amg_preconditioner(g.laplacian, g.degrees, cancel=CancelToken(lambda: True))
 
 
 # -- the normalized cut composes the entry ------------------------------------------------------
@@ -122,3 +162,25 @@ def test_ncut_checks_convergence():
     assert any("did not converge" in str(w.message) for w in caught)
     assert not res.diagnostics.converged
     assert segapp.segment(img, s, method="ncut").diagnostics.converged
+
+
+def test_the_solve_takes_a_token_and_stores_none():
+    """One cancellation token handed down as a parameter (issue 24): solve/ neither converts
+    what callers pass (the methods do, once) nor parks the token on an object."""
+    import re
+    from pathlib import Path
+    for path in (Path(segapp.__file__).parent / "solve").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "CancelToken.of(" not in text, path.name
+        assert not re.search(r"\.cancel\s*=", text), path.name
+
+
+def test_methods_take_any_cancel_like_value_in_prepare_next():
+    img = two_regions()
+    s = np.zeros(img.shape[:2], int)
+    s[3, 2:6], s[20, 20:26], s[3, 20:26] = 1, 2, 3
+    for name in ("fastge", "ccskl"):
+        method = methods.get(name).from_image(img)
+        method.update(s)
+        for cancel in (None, lambda: False, CancelToken(lambda: False)):
+            method.prepare_next(cancel)

@@ -1,0 +1,225 @@
+"""k-means of the embedding's rows: free (restarts) and anchored to the strokes.
+
+Free k-means: Lloyd iterations from scipy (:func:`scipy.cluster.vq.kmeans2`), restarted from
+k-means++ seeds and once from given seeds; the restarts run on a random sample of rows (a few
+tens of thousands suffice to place k centres), the best few candidates by their objective on
+*all* rows are refined on all rows, and the best objective wins (§7.3 keeps the best of 20
+runs). Anchored k-means (:func:`anchored_kmeans`) owns each prototype by a label and keeps
+stroke rows on their label's prototypes; :func:`stable_anchored_kmeans` also starts from the
+previous edit's regions (refinement stability, issue 10).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+import numpy as np
+from scipy.cluster.vq import kmeans2, vq
+
+from ..cancel import CancelLike, CancelToken
+from .labels import STROKE_AGREEMENT, stroke_agreement
+from .sweep import PREVIOUS_GATE
+
+#: Rows used for the k-means restarts on large images.
+KMEANS_SAMPLE = 20_000
+
+
+def _objective(U: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, float]:
+    codes, dist = vq(U, centers, check_finite=False)
+    return codes, float(np.dot(dist, dist))
+
+
+def kmeans(U: np.ndarray, k: int, *, seeds: np.ndarray | None = None, restarts: int = 10,
+           rng: np.random.Generator | None = None, iterations: int = 20,
+           cancel: CancelLike = None) -> np.ndarray:
+    """Best-of-``restarts`` k-means of the rows of U; ``seeds`` (k × m) adds one seeded start.
+
+    Returns cluster codes (n,) in 0..k−1. ``cancel`` is checked between restarts.
+    """
+    check = CancelToken.of(cancel).check
+
+    rng = rng if rng is not None else np.random.default_rng(0)
+    n = U.shape[0]
+    sample = U if n <= KMEANS_SAMPLE else U[rng.choice(n, KMEANS_SAMPLE, replace=False)]
+    candidates = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # kmeans2 warns when a cluster empties; we compare objectives
+        if seeds is not None:
+            c, _ = kmeans2(sample, np.asarray(seeds, float), iter=iterations, minit="matrix",
+                           check_finite=False)
+            candidates.append(c)
+        for _ in range(restarts):
+            check()
+            c, _ = kmeans2(sample, k, iter=iterations, minit="++", seed=rng, check_finite=False)
+            candidates.append(c)
+        # Rank on the sample (ranking on all rows cost one full pass per candidate).
+        scored = sorted(candidates, key=lambda c: _objective(sample, c)[1])[:3]
+        best_codes, best_obj = None, np.inf
+        for c in scored:
+            check()
+            if n > sample.shape[0]:
+                c, _ = kmeans2(U, c, iter=5, minit="matrix", check_finite=False)
+            codes, obj = _objective(U, c)
+            if obj < best_obj:
+                best_codes, best_obj = codes, obj
+    return best_codes
+
+
+def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
+                    weights: np.ndarray | None = None,
+                    seeds: np.ndarray | None = None, iterations: int = 50,
+                    sample: int = KMEANS_SAMPLE, rng: np.random.Generator | None = None,
+                    cancel: CancelLike = None,
+                    max_prototypes: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """k-means whose clusters belong to labels: stroke rows are fixed to their own label.
+
+    Lloyd's iteration for ``min Σ_i w_i ‖U_i − c_{p(i)}‖²`` over prototypes ``c_p``, each
+    owned by one label, under the must-link / cannot-link constraints of the strokes
+    (COP-k-means, Wagstaff et al. 2001, with the constraint cliques of FAST-GE §7.3): a row of
+    ``sets[a]`` may only join a prototype of label ``a``, every other row joins its nearest
+    prototype, and each prototype is the mean of its rows. Each label starts with one
+    prototype at its stroke mean (or at ``seeds``, e.g. the previous edit's centres), so the
+    result is deterministic, needs no restarts and no cluster ↔ label matching, and a label
+    cannot be merged into another's cluster while its strokes are given to a stroke-free area
+    (what free k-means + Hungarian matching did when two small labels fell into one cluster).
+
+    A label whose strokes cover two different-looking areas (a cup's rim and its handle) is
+    not one cluster: when the nearest prototype of more than ``1 − STROKE_AGREEMENT`` of its
+    stroke rows belongs to another label, the label gets one more prototype at the mean of
+    those rows, and Lloyd's iteration resumes (at most ``max_prototypes`` per label).
+
+    On more than ``sample`` rows the iteration runs on a uniform sample plus the stroke rows
+    (weighted by the sampling rate, so the prototypes estimate the full means); then every row
+    goes to its nearest prototype. ``weights`` (one per row; then every row is used) weigh the
+    objective (the cluster ensemble's consensus).
+
+    Returns
+    -------
+    codes : ndarray (n,) int64
+        Label index (0..k−1) of every row's nearest prototype (stroke rows included: *not*
+        clamped, so the caller can measure how many painted rows their own label claims).
+    centres : ndarray (p, m)
+        The prototypes (the first ``k`` are one per label, in label order).
+    owner : ndarray (p,) int64
+        The label index of each prototype.
+    """
+    check = CancelToken.of(cancel).check
+
+    rng = rng if rng is not None else np.random.default_rng(0)
+    n, k = U.shape[0], len(sets)
+    if weights is not None or n <= sample:
+        rows = np.arange(n)
+        w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+        fixed_at = np.full(n, -1)
+        for a, S in enumerate(sets):
+            fixed_at[S] = a
+    else:
+        per_label = max(1, sample // (4 * k))
+        strokes = [S if len(S) <= per_label else rng.choice(S, per_label, replace=False)
+                   for S in sets]
+        rows = np.concatenate([rng.choice(n, sample, replace=False)] + strokes)
+        w = np.concatenate([np.ones(sample)]
+                           + [np.full(len(S), sample / n * len(T) / len(S))
+                              for S, T in zip(strokes, sets)])
+        fixed_at = np.concatenate([np.full(sample, -1)]
+                                  + [np.full(len(S), a) for a, S in enumerate(strokes)])
+    X = U[rows]
+    fixed = fixed_at >= 0
+    if seeds is None:
+        centres = np.array([np.average(X[fixed_at == a], axis=0, weights=w[fixed_at == a])
+                            for a in range(k)])
+    else:
+        centres = np.array(seeds, dtype=float)
+    owner = np.arange(k)
+    labels_of_fixed = fixed_at[fixed]
+    best = None
+    for _ in range(max_prototypes):
+        centres = _lloyd_anchored(X, w, fixed_at, centres, owner, iterations, check)
+        nearest, _ = vq(X[fixed], centres, check_finite=False)
+        wrong = owner[nearest] != labels_of_fixed
+        worst = max(np.mean(wrong[labels_of_fixed == a]) for a in range(k))
+        if best is not None and worst >= best[0]:
+            centres, owner = best[1], best[2]  # another prototype did not help: genuinely mixed
+            break
+        best = (worst, centres, owner)
+        grow = [a for a in range(k) if np.mean(wrong[labels_of_fixed == a]) > 1 - STROKE_AGREEMENT
+                and np.count_nonzero(owner == a) < max_prototypes]
+        if not grow:
+            break
+        for a in grow:
+            mine = wrong & (labels_of_fixed == a)
+            centres = np.vstack([centres, np.average(X[fixed][mine], axis=0,
+                                                     weights=w[fixed][mine])])
+            owner = np.append(owner, a)
+    check()
+    nearest, _ = vq(U, centres, check_finite=False)
+    return owner[nearest].astype(np.int64), centres, owner
+
+
+def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray | None,
+                           *, objective: Callable[[np.ndarray], float] | None = None,
+                           gate: float = PREVIOUS_GATE, rng: np.random.Generator | None = None,
+                           cancel: CancelLike = None) -> np.ndarray:
+    """:func:`anchored_kmeans` from the strokes and, after an edit, from the previous answer.
+
+    ``previous`` (n,) holds the label indices 0..k−1 of the previous edit's answer with the
+    new strokes painted in (as :func:`sweep_cut`'s). Its regions' mean embedding rows seed a
+    second run (the previous partition's centres, recomputed in the new embedding: the Rayleigh–Ritz
+    basis of the eigenvectors may rotate between edits, so the old centres themselves are
+    not comparable), and the run with the smaller within-label sum of squares
+    ``Σ_a Σ_{i ∈ a} ‖U_i − mean_a‖²`` wins, the stroke-seeded one on ties: Lloyd's iteration
+    stops in a local optimum, and which of two nearby optima it reaches should not flip with
+    every stroke (refinement stability, issue 10). With ``objective`` (FAST-GE's
+    :func:`ratio_cut`), the previous answer is used only if its objective is at most
+    ``gate`` × that of the stroke-seeded run (:data:`PREVIOUS_GATE`). Returns the label
+    index of every row.
+    """
+    k = len(sets)
+    codes, _, _ = anchored_kmeans(U, sets, rng=rng, cancel=cancel)
+    if previous is None:
+        return codes
+    if objective is not None and objective(previous) > gate * objective(codes):
+        return codes
+    seeds = np.array([U[previous == a].mean(axis=0) for a in range(k)])
+    other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng, cancel=cancel)
+    if (_within_ss(U, other, k) < _within_ss(U, codes, k)
+            and stroke_agreement(other, sets).min() >= stroke_agreement(codes, sets).min()):
+        return other
+    return codes
+
+
+def _within_ss(U: np.ndarray, codes: np.ndarray, k: int) -> float:
+    """Within-cluster sum of squares of a partition (each cluster around its mean)."""
+    mass = np.bincount(codes, minlength=k).astype(float)
+    sums = np.stack([np.bincount(codes, weights=U[:, j], minlength=k) for j in range(U.shape[1])],
+                    axis=1)
+    means = sums / np.maximum(mass, 1.0)[:, None]
+    return float(np.einsum("ij,ij->", U, U) - np.einsum("a,aj,aj->", mass, means, means))
+
+
+def _lloyd_anchored(X: np.ndarray, w: np.ndarray, fixed_at: np.ndarray, centres: np.ndarray,
+                    owner: np.ndarray, iterations: int, check: Callable[[], None]) -> np.ndarray:
+    """Lloyd's iteration with rows of ``fixed_at[i] = a ≥ 0`` restricted to label a's prototypes."""
+    centres = centres.copy()
+    codes = None
+    fixed = fixed_at >= 0
+    for _ in range(iterations):
+        check()
+        new, _ = vq(X, centres, check_finite=False)
+        bad = fixed & (owner[new] != fixed_at)
+        for a in np.unique(fixed_at[bad]):
+            own = np.flatnonzero(owner == a)
+            rows = np.flatnonzero(bad & (fixed_at == a))
+            sub, _ = vq(X[rows], centres[own], check_finite=False)
+            new[rows] = own[sub]
+        if codes is not None and np.array_equal(new, codes):
+            break
+        codes = new
+        mass = np.bincount(codes, weights=w, minlength=len(centres))
+        for j in np.flatnonzero(mass > 0):
+            sel = codes == j
+            centres[j] = (w[sel, None] * X[sel]).sum(axis=0) / mass[j]
+    return centres
+
+

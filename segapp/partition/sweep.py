@@ -1,0 +1,152 @@
+"""The Cheeger sweep (k = 2, FAST-GE §4.6) and FAST-GE's ratio-cut objective of a partition.
+
+Order the vertices by the eigenvector and take the prefix S that minimises
+``cut_G(S) / cut_H(S)``; all n − 1 cuts are evaluated in O(|E| + n log n) with difference
+arrays, and the constraint cliques' cuts in closed form from per-label prefix sums
+(``cut(S) = c Σ_{a,b} s_a(S) (s_b − s_b(S))`` over the relevant label pairs).
+
+Refinement stability (issue 10): given the previous edit's answer, the sweep keeps the cut
+closest to it among the near-best ones (:func:`sweep_cut`), while that answer is itself a
+near-best cut (:data:`PREVIOUS_GATE`, shared with :func:`segapp.partition.kmeans.stable_anchored_kmeans`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.ndimage import minimum_filter1d
+
+from ..strokes.constraints import Constraints
+
+if TYPE_CHECKING:  # annotations only (see segapp.partition)
+    from ..solve.pencil import Pencil
+
+#: Refinement stability (issue 10): after an edit that adds strokes, the Cheeger sweep keeps
+#: the cut closest to the previous answer among the local minima of the cut ratio (over
+#: ±SWEEP_WINDOW·n positions of the order) within SWEEP_TOLERANCE × the best ratio. Measured
+#: on the dev sets (docs/quality.md): tolerance 1.5–5 and window 0–0.05.
+SWEEP_TOLERANCE = 3.0
+SWEEP_WINDOW = 0.003
+#: ... and over at least ±SWEEP_MIN_WINDOW positions (±n/10 on graphs under 50 vertices): on
+#: a small graph ±0.3% is ±1 position, every wiggle of the ratio is then a candidate, and the
+#: last digits of the solve decided between them (the long fuzz: warm and cold solves of
+#: one edit 20% apart on 532 px).
+SWEEP_MIN_WINDOW = 5
+
+#: ... but only while the previous answer (the new strokes painted in) is itself a near-best
+#: partition for the new strokes: its ratio cut at most PREVIOUS_GATE × that of the fresh
+#: answer. A correction that makes the previous answer a poor cut gets the fresh answer, so
+#: a wrong answer is not corrected by creeping (measured on the dev sets, strokes and clicks,
+#: with gates 3, 10, 30, 100 and none: docs/quality.md).
+PREVIOUS_GATE = 30.0
+
+
+def ratio_cut(codes: np.ndarray, pencil: Pencil, constraints: Constraints) -> float:
+    """FAST-GE's objective of a partition: ``Σ_a cut_G(S_a) / cut_H(S_a)`` (§4.6).
+
+    ``codes`` (n,) are label indices 0..k−1, ``S_a`` their regions; ``G = G_D + Ĝ_ML`` and
+    ``H = K/n + Ĝ_CL`` as in :func:`sweep_cut` (for k = 2 the two terms are equal and each is
+    the ratio the Cheeger sweep minimises). O(|E| + n) per label. ``benchmarks/drops.py``
+    compares it between an edit's answer and the answer before (refinement stability).
+    """
+    d = pencil.degrees
+    vol, n = float(d.sum()), d.size
+    c, u = constraints.scale, constraints.weights
+    totals = np.array([u[S].sum() for S in constraints.sets])
+    total = 0.0
+    for a in range(constraints.k):
+        x = (codes == a).astype(float)
+        inside = np.array([u[S][x[S] > 0].sum() for S in constraints.sets])
+        rest = totals - inside
+        within = float(inside @ rest)
+        across = float(inside.sum() * rest.sum()) - within
+        vs = float(d @ x)
+        cut_h = vs * (vol - vs) / (vol * n) + c * across
+        total += (float(x @ (pencil.L @ x)) + c * within) / max(cut_h, np.finfo(float).tiny)
+    return total
+
+
+def sweep_ratios(x: np.ndarray, pencil: Pencil,
+                 constraints: Constraints | None) -> tuple[np.ndarray, np.ndarray]:
+    """``cut_G(S) / cut_H(S)`` of every prefix S of the vertices sorted by ``x`` (§4.6).
+
+    Returns the n − 1 ratios (prefix lengths 1 … n − 1) and the order. ``G = G_D + Ĝ_ML`` and
+    ``H = K/n + Ĝ_CL``; O(|E| + n log n) with difference arrays.
+    """
+    n = x.shape[0]
+    order = np.argsort(x, kind="stable")
+    pos = np.empty(n, np.int64)
+    pos[order] = np.arange(n)
+    # Data-graph cut of every prefix: an edge (u, v) with pos[u] < pos[v] is cut by the
+    # prefixes of length pos[u]+1 … pos[v].
+    W = sp.triu(-pencil.L, k=1).tocoo()
+    pu, pv = pos[W.row], pos[W.col]
+    lo, hi = np.minimum(pu, pv), np.maximum(pu, pv)
+    diff = np.zeros(n + 1)
+    np.add.at(diff, lo + 1, W.data)
+    np.add.at(diff, hi + 1, -W.data)
+    cut_g = np.cumsum(diff)[1:n]  # prefix lengths 1 … n−1
+    d = pencil.degrees
+    vol_s = np.cumsum(d[order])[: n - 1]
+    vol = d.sum()
+    cut_h = vol_s * (vol - vol_s) / (vol * n)
+    if constraints is not None:
+        c = constraints.scale
+        u = constraints.weights
+        prefix = np.zeros((n - 1, constraints.k))
+        for a, S in enumerate(constraints.sets):
+            col = np.zeros(n)
+            col[pos[S]] = u[S]
+            prefix[:, a] = np.cumsum(col)[: n - 1]
+        totals = np.array([u[S].sum() for S in constraints.sets])
+        rest = totals[None, :] - prefix
+        # ML: pairs of the same label split; CL: pairs of different labels split.
+        within = np.einsum("ia,ia->i", prefix, rest)
+        across = prefix.sum(1) * rest.sum(1) - within
+        cut_g = cut_g + c * within
+        cut_h = cut_h + c * across
+    return cut_g / np.maximum(cut_h, np.finfo(float).tiny), order
+
+
+def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
+              previous: np.ndarray | None = None, tolerance: float = SWEEP_TOLERANCE,
+              window: float = SWEEP_WINDOW, gate: float = PREVIOUS_GATE) -> np.ndarray:
+    """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
+
+    Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``
+    (:func:`sweep_ratios`). With ``previous`` (boolean (n,): the vertices the previous edit's
+    answer put on the prefix's side), the prefix is the one that agrees with ``previous`` on
+    the most vertices among the local minima of the ratio (over ±``window``·n positions, at
+    least :data:`SWEEP_MIN_WINDOW` or n/10)
+    whose ratio is at most ``tolerance`` × the best: refinement stability (issue 10). The
+    strokes' cliques make the ratio close to the cheapest cut of the image graph that
+    separates them, and its minimum jumps between cuts of similar cost (a weak boundary on
+    each side of an object) as strokes are added; the previous answer picks among them
+    instead of the last digits of the cost — while it is itself a near-best cut: its own
+    ratio at most ``gate`` × the best (:data:`PREVIOUS_GATE`; ``previous`` should have the
+    strokes painted in), else the best prefix is taken.
+    """
+    ratio, order = sweep_ratios(x, pencil, constraints)
+    n = x.shape[0]
+    best = int(np.argmin(ratio))
+    if previous is not None and constraints is not None and gate < np.inf:
+        # the two terms of ratio_cut are equal for two sides: each is the sweep's ratio
+        if ratio_cut(previous.astype(np.int64), pencil, constraints) / 2 > gate * ratio[best]:
+            previous = None
+    if previous is not None:
+        inside = np.cumsum(previous[order], dtype=np.int64)[: n - 1]  # previous side in S
+        outside = np.count_nonzero(~previous) - (np.arange(1, n) - inside)
+        # Candidates: distinct cuts (local minima of the ratio over ±window·n positions of
+        # the order), not points on a slope next to the best one shifted towards the old
+        # answer: those made a bad first answer creep instead of being corrected.
+        w = max(1, int(window * n), min(SWEEP_MIN_WINDOW, n // 10))
+        near = np.flatnonzero((ratio <= tolerance * ratio[best])
+                              & (ratio <= minimum_filter1d(ratio, 2 * w + 1, mode="nearest")))
+        best = int(near[np.argmax((inside + outside)[near])])
+    mask = np.zeros(n, bool)
+    mask[order[: best + 1]] = True
+    return mask
+
+

@@ -1,0 +1,55 @@
+"""What a solve did (:class:`SolverDiagnostics`) and what a solve that hit its cap means.
+
+Every eigensolve of :func:`segapp.solve.solve` returns one: block LOBPCG
+(:mod:`segapp.solve.lobpcg`) fills it per iteration, FAST-GE's harmonic solve
+(:mod:`segapp.solve.harmonic`) from its potentials' CG or direct solve.
+:func:`handle_nonconvergence` applies the caller's policy (option ``on_nonconvergence``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from ..errors import SolverError
+
+
+@dataclass
+class SolverDiagnostics:
+    """What the eigensolver did: enough to tell a good solve from a bad one."""
+
+    iterations: int = 0
+    converged: bool = False
+    reason: str = ""
+    eigenvalues: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Normwise relative residuals ``‖Ax − λBx‖ / ((‖A‖ + |λ|‖B‖)‖x‖)`` of the returned vectors,
+    with ‖A‖, ‖B‖ estimated from the largest ``‖AV‖/‖V‖`` seen during the iteration. (FAST-GE's
+    harmonic solve, :mod:`segapp.solve.harmonic`: the relative residuals of its potentials' CG.)"""
+    eigenvalue_change: float = np.inf
+    """Largest relative change of a Ritz value in the last iteration (NaN: not tracked, as in
+    FAST-GE's harmonic solve)."""
+    history: list[np.ndarray] = field(default_factory=list)
+    preconditioner_applications: int = 0
+    warm_start: bool = False
+
+    def __repr__(self) -> str:
+        state = "converged" if self.converged else "NOT converged"
+        res = np.array2string(np.asarray(self.residuals), precision=1, separator=", ")
+        change = (f"; last eigenvalue change {self.eigenvalue_change:.1e}"
+                  if not np.isnan(self.eigenvalue_change) else "")
+        return (f"SolverDiagnostics({state} after {self.iterations} iterations ({self.reason}); "
+                f"relative residuals {res}{change}{'; warm start' if self.warm_start else ''})")
+
+
+def handle_nonconvergence(diag: SolverDiagnostics, policy: Literal["raise", "warn"],
+                          advice: str) -> None:
+    """A solve that hit its iteration cap: raise :class:`~segapp.errors.SolverError` or warn."""
+    msg = (f"the eigensolver did not converge in {diag.iterations} iterations "
+           f"(largest relative residual {np.max(diag.residuals):.1e}); {advice}")
+    if policy == "raise":
+        raise SolverError(msg, diag)
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)

@@ -1,0 +1,163 @@
+"""segapp.partition.sweep: the Cheeger sweep against every prefix's cut ratio from the dense
+pencil (with and without a previous answer), and FAST-GE's ratio cut against its definition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from segapp.graphs import graph_from_adjacency
+from segapp.partition.sweep import SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, ratio_cut, sweep_cut
+from segapp.solve.pencil import Pencil
+from segapp.strokes.constraints import build_constraints
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def tiny_graph(rng, n):
+    """A random connected weighted graph (a path plus random chords)."""
+    W = np.zeros((n, n))
+    for i in range(n - 1):
+        W[i, i + 1] = rng.uniform(0.1, 1.0)
+    for _ in range(n):
+        i, j = rng.choice(n, 2, replace=False)
+        W[i, j] = rng.uniform(0.0, 1.0)
+    W = np.maximum(W, W.T)
+    return graph_from_adjacency(sp.csr_matrix(W))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 12), strokes=st.booleans())
+def test_sweep_cut_is_the_best_prefix_of_the_dense_pencil(seed, n, strokes):
+    """Every prefix of the sorted order, its ratio ``1ᵀL_G 1 / 1ᵀL_H 1`` from the dense
+    ``(L_G, L_H)`` (cut_G / cut_H, with the constraint cliques when there are strokes)."""
+    rng = np.random.default_rng(seed)
+    g = tiny_graph(rng, n)
+    lab = np.zeros(n, int)
+    cons = None
+    if strokes:
+        lab[rng.choice(n, 2, replace=False)] = [1, 2]
+        cons = build_constraints(lab, g.degrees)
+    pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+    LG, LH = pencil.dense()
+    x = rng.standard_normal(n)
+    order = np.argsort(x, kind="stable")
+    ratios = []
+    for p in range(1, n):
+        ind = np.zeros(n)
+        ind[order[:p]] = 1
+        ratios.append((ind @ LG @ ind) / (ind @ LH @ ind))
+    mask = sweep_cut(x, pencil, cons)
+    expected = np.zeros(n, bool)
+    expected[order[:int(np.argmin(ratios)) + 1]] = True
+    got = mask.astype(float)
+    assert (got @ LG @ got) / (got @ LH @ got) == pytest.approx(min(ratios), rel=1e-9)
+    if np.sort(ratios)[1] > min(ratios) * (1 + 1e-9):      # a unique best prefix
+        np.testing.assert_array_equal(mask, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 70),
+       tolerance=st.sampled_from([1.0, 1.5, 3.0]), gate=st.sampled_from([np.inf, 30.0, 3.0]))
+def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, n, tolerance,
+                                                                          gate):
+    """Refinement stability (issue 10): among the prefixes whose dense-pencil ratio is within
+    ``tolerance`` of the best and a local minimum (the smallest window), the one agreeing with the
+    previous answer on the most vertices (brute force over every prefix); tolerance 1 is the
+    plain sweep. If the previous answer's own ratio is over ``gate`` × the best, the best
+    prefix (the plain sweep)."""
+    rng = np.random.default_rng(seed)
+    g = tiny_graph(rng, n)
+    lab = np.zeros(n, int)
+    lab[rng.choice(n, 2, replace=False)] = [1, 2]
+    cons = build_constraints(lab, g.degrees)
+    pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+    LG, LH = pencil.dense()
+    x = rng.standard_normal(n)
+    previous = rng.random(n) < 0.5
+    order = np.argsort(x, kind="stable")
+    prefixes = []
+    for p in range(1, n):
+        ind = np.zeros(n)
+        ind[order[:p]] = 1
+        prefixes.append(((ind @ LG @ ind) / (ind @ LH @ ind), int(np.sum((ind > 0) == previous))))
+    best = min(r for r, _ in prefixes)
+    ratios = [r for r, _ in prefixes]
+    w = max(1, min(SWEEP_MIN_WINDOW, n // 10))              # window=0: the smallest window
+    local = [r <= min(ratios[max(p - w, 0):p + w + 1]) for p, r in enumerate(ratios)]
+    near = [(r, agree) for (r, agree), lm in zip(prefixes, local)
+            if lm and r <= tolerance * best * (1 + 1e-9)]
+    mask = sweep_cut(x, pencil, cons, previous=previous, tolerance=tolerance, window=0.0,
+                     gate=gate)
+    got = mask.astype(float)
+    assert np.all(mask[order[:mask.sum()]])                  # a prefix
+    old = previous.astype(float)
+    if (old @ LG @ old) / max(old @ LH @ old, 1e-300) > gate * best * (1 + 1e-9):
+        np.testing.assert_array_equal(mask, sweep_cut(x, pencil, cons))
+        return
+    assert (got @ LG @ got) / (got @ LH @ got) <= tolerance * best * (1 + 1e-9)
+    assert np.sum(mask == previous) == max(agree for _, agree in near)
+    if tolerance == 1.0 and sorted(r for r, _ in prefixes)[1] > best * (1 + 1e-9):
+        np.testing.assert_array_equal(mask, sweep_cut(x, pencil, cons))
+
+
+def test_sweep_cut_keeps_the_previous_side_of_a_near_equal_cut():
+    """A path a–b–c–d–e with strokes at the ends and two weak links of nearly equal weight:
+    alone the sweep cuts the cheaper link; after an answer that cut the other one, it keeps
+    that answer (within the default tolerance) instead of jumping, unless that cut costs more
+    than the tolerance allows."""
+    lab = np.array([1, 0, 0, 0, 2])
+    x = np.arange(5.0)
+    previous = np.array([1, 1, 1, 1, 0], bool)   # the last answer cut d–e
+
+    def path(d_e: float):
+        w = np.array([1.0, 0.010, 1.0, d_e])     # links a-b, b-c, c-d, d-e
+        g = graph_from_adjacency(sp.diags([w, w], [1, -1], shape=(5, 5)).tocsr())
+        cons = build_constraints(lab, g.degrees)
+        return Pencil.from_constraints(g.laplacian, g.degrees, cons), cons
+
+    pencil, cons = path(0.011)
+    np.testing.assert_array_equal(sweep_cut(x, pencil, cons), [1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(sweep_cut(x, pencil, cons, previous=previous),
+                                  [1, 1, 1, 1, 0])
+    pencil, cons = path(0.010 * 2 * SWEEP_TOLERANCE)                  # d–e far dearer
+    np.testing.assert_array_equal(sweep_cut(x, pencil, cons, previous=previous),
+                                  [1, 1, 0, 0, 0])
+
+
+# -- FAST-GE's objective (benchmarks/drops.py) ---------------------------------------------
+def small_problem(seed: int = 0, n_side: int = 6, k: int = 3):
+    """A random weighted grid graph with a few labelled vertices of k labels."""
+    rng = np.random.default_rng(seed)
+    n = n_side * n_side
+    W = sp.random(n, n, density=0.2, random_state=seed, data_rvs=lambda m: rng.uniform(0.1, 1, m))
+    W = sp.triu(W, 1)
+    W = (W + W.T).tocsr()
+    idx = np.arange(n - 1)
+    W = W + sp.csr_matrix((np.full(n - 1, 0.5), (idx, idx + 1)), shape=(n, n))  # connected
+    W = W + sp.csr_matrix((np.full(n - 1, 0.5), (idx + 1, idx)), shape=(n, n))
+    d = np.asarray(W.sum(axis=1)).ravel()
+    L = (sp.diags(d) - W).tocsr()
+    scribbles = np.zeros(n, np.int32)
+    picks = rng.choice(n, 3 * k, replace=False)
+    scribbles[picks] = np.repeat(np.arange(1, k + 1), 3)
+    cons = build_constraints(scribbles.reshape(n_side, n_side), d, constraint_weight=0.7)
+    return Pencil.from_constraints(L, d, cons), cons, rng
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ratio_cut_is_the_sum_of_generalized_rayleigh_quotients(seed):
+    """Σ_a x_aᵀL_G x_a / x_aᵀL_H x_a with x_a the indicator of label a's region (dense pencil)."""
+    pencil, cons, rng = small_problem(seed)
+    LG, LH = pencil.dense()
+    codes = rng.integers(0, cons.k, pencil.n)
+    for a, S in enumerate(cons.sets):
+        codes[S] = a
+    expected = 0.0
+    for a in range(cons.k):
+        x = (codes == a).astype(float)
+        expected += (x @ LG @ x) / (x @ LH @ x)
+    assert ratio_cut(codes, pencil, cons) == pytest.approx(expected, rel=1e-9)
