@@ -28,7 +28,6 @@ Ritz value govern the stopping test (measured 133 vs 10 iterations in early expe
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any
 
@@ -38,20 +37,21 @@ from scipy.sparse.csgraph import connected_components
 
 from ..solve.amg import DEFAULT_THETA, AMGPreconditioner
 from .answer_memory import AnswerMemory, strokes_key
-from ..cancel import CancelLike, CancelToken
+from ..cancel import CancelToken
 from ..strokes.constraints import Constraints, build_constraints, sparsify, stroke_indicators
+from ..strokes.reading import Strokes, fingerprint
 from ..solve.eigensolve import amg_preconditioner, eigenpairs
 from ..solve.eigensolve import nonconvergence as _nonconvergence
 from ..solve.harmonic import HarmonicSolver
 from ..solve.ordering import offsets_reach
 from ..graphs import Graph
-from ..options import SEED, Option
-from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, ratio_cut, reround_degenerate,
+from ..options import SEED, Option, Settings
+from ..partition import (STROKE_AGREEMENT, embed, ratio_cut, reround_degenerate,
                          rounding_confidence, stable_anchored_kmeans, stroke_agreement,
                          sweep_cut)
 from ..solve.pencil import Pencil
-from ..result import Segmentation
 from ..solve.settling import LabelSettling
+from .base import Answer
 from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
 
 #: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
@@ -122,9 +122,10 @@ class FastGE(GraphMethod):
                    "from the strokes' harmonic potentials (or LOBPCG); the default")
     constrained = True
     options = OPTIONS
+    prepares = True
 
-    def __init__(self, graph: Graph, **options: Any) -> None:
-        super().__init__(graph, **options)
+    def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
+        super().__init__(graph, settings, **options)
         self.amg: AMGPreconditioner | None = None
         self.harmonic: HarmonicSolver | None = None
         self._connected: bool | None = None
@@ -133,7 +134,7 @@ class FastGE(GraphMethod):
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
 
-    def prepare_next(self, cancel: CancelLike = None) -> None:
+    def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit, after this one's answer (:meth:`HarmonicSolver.prepare`)."""
         if self.harmonic is not None:
             self.harmonic.prepare(cancel)
@@ -146,8 +147,8 @@ class FastGE(GraphMethod):
         """Whether the next edit is answered from a factor (a fraction of a cold solve)."""
         h = self.harmonic
         return (h is not None and h.direct is not None and h.direct.base is not None
-                and self.options["linear_solver"] != "iterative"
-                and self.options["eigensolver"] == "harmonic")
+                and self.settings["linear_solver"] != "iterative"
+                and self.settings["eigensolver"] == "harmonic")
 
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
                         cancel: CancelToken) -> None:
@@ -161,7 +162,7 @@ class FastGE(GraphMethod):
         g = self.graph
         t = time.perf_counter()
         self.amg = amg_preconditioner(g.laplacian, g.degrees, must_link=ml_sparse,
-                                      theta=self.options["amg_theta"], cancel=cancel)
+                                      theta=self.settings["amg_theta"], cancel=cancel)
         timings["amg_setup"] = timings.get("amg_setup", 0.0) + time.perf_counter() - t
 
     def _harmonic_applies(self, m: int, cons: Constraints, soft: bool) -> bool:
@@ -171,7 +172,7 @@ class FastGE(GraphMethod):
         soft strokes (their finite weights are the point), or a graph with a component no
         stroke reaches (its potentials are undefined); LOBPCG solves those.
         """
-        if self.options["eigensolver"] != "harmonic" or soft or m >= cons.k:
+        if self.settings["eigensolver"] != "harmonic" or soft or m >= cons.k:
             return False
         if self._connected is None:
             g = self.graph
@@ -191,11 +192,11 @@ class FastGE(GraphMethod):
         """
         n = self.graph.n
         sources = stroke_indicators(self.graph.degrees, cons.sets)
-        if self._X is not None and self.options["warm_start"] is True:
+        if self._X is not None and self.settings["warm_start"] is True:
             # Old vectors first; labels whose strokes changed bring their own source, so the
             # initial subspace already contains the direction the edit pulls towards.
             changed = [a for a, (i, S) in enumerate(zip(cons.label_ids, cons.sets))
-                       if self._stroke_keys.get(i) != _key(S)]
+                       if self._stroke_keys.get(i) != fingerprint(S)]
             extra = self.amg(sources[:, changed]) if changed else np.zeros((n, 0))
             X0 = np.hstack([self._X, extra])
             if X0.shape[1] >= m:
@@ -203,27 +204,25 @@ class FastGE(GraphMethod):
         return self.amg(sources), False
 
     # -- one edit --------------------------------------------------------------------------
-    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
-                confidence: np.ndarray | None) -> Segmentation:
-        """Segment with the given strokes on the graph built once."""
-        o = self.options
+    def _solve(self, strokes: Strokes, cancel: CancelToken,
+               timings: dict[str, float]) -> Answer:
+        """Eigenpairs and partition for the given strokes on the graph built once."""
+        o = self.settings
         g = self.graph
-        timings: dict[str, float] = {}
         t = time.perf_counter()
-        cons = build_constraints(scribbles, g.degrees, constraint_weight=o["constraint_weight"],
-                                 confidence=confidence)
+        cons = build_constraints(strokes, g.degrees, constraint_weight=o["constraint_weight"])
         timings["constraints"] = time.perf_counter() - t
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
         m = n_vectors(o["n_vectors"], cons.k)
         stable = o["stable_refinement"]
         # Undo, redo or the same strokes again: the answer shown then (answer_memory).
-        key = strokes_key(cons, o) if stable and confidence is None else None
+        key = strokes_key(cons, o) if stable and not strokes.soft else None
         shown = self.answers.recall(key) if key is not None else None
         if shown is not None:
             m, shown = shown
         self.amg = None
         while True:
-            if self._harmonic_applies(m, cons, soft=confidence is not None):
+            if self._harmonic_applies(m, cons, soft=strokes.soft):
                 lam, X, diag = self._harmonic_pairs(pencil, cons, m, cancel, timings)
             else:
                 if self.amg is None:
@@ -248,21 +247,16 @@ class FastGE(GraphMethod):
                 break
             m += 1
         self.answers.remember(cons, labels, key, m)
-        codes = np.searchsorted(cons.label_ids, labels)   # before the strokes are clamped
+        codes = strokes.codes(labels)   # before the strokes are clamped
         sets, shape = cons.sets, g.shape
         # Computed when first read (0.02–0.16 s at 0.5 MP): an edit's answer does not wait.
         conf = lambda: rounding_confidence(codes, V, sets).reshape(shape)  # noqa: E731
-        clamp_strokes(labels, cons.sets, cons.label_ids)
-        return Segmentation(labels.reshape(g.shape), cons.label_ids,
-                            V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
-                            diag, self.name,
-                            stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())),
-                            confidence=conf)
+        return Answer(labels, V, np.asarray(lam), diag, agreement, conf)
 
     def _harmonic_pairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
                         timings: dict[str, float]) -> tuple:
         """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.solve.harmonic`)."""
-        o = self.options
+        o = self.settings
         if self.harmonic is None or self.harmonic.theta != o["amg_theta"]:
             g = self.graph
             grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
@@ -285,7 +279,7 @@ class FastGE(GraphMethod):
     def _eigenpairs(self, pencil: Pencil, cons: Constraints, m: int, cancel: CancelToken,
                     timings: dict[str, float]) -> tuple:
         """The m smallest pairs of the pencil by LOBPCG (warm-started if asked), checked."""
-        o = self.options
+        o = self.settings
         t = time.perf_counter()
         X0, warm = self._initial_block(pencil, cons, m)
         solver = "scipy" if o["eigensolver"] == "scipy" else "segapp"
@@ -297,14 +291,9 @@ class FastGE(GraphMethod):
                                   advice="try a larger maxiter or a smaller constraint_weight")
         diag.warm_start = warm
         self._X = X
-        self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
+        self._stroke_keys = dict(zip(cons.label_ids, cons.strokes.keys()))
         timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
         return lam, X, diag
-
-
-def _key(S: np.ndarray) -> bytes:
-    """Fingerprint of a stroke pixel set (to tell which labels an edit changed)."""
-    return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()
 
 
 def partition(X: np.ndarray, pencil: Pencil, cons: Constraints, *, k2_partition: str = "sweep",
