@@ -59,6 +59,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..cancel import CancelLike, CancelToken
+from ..errors import InvalidInputError
 from ..options import Option, Settings, defaults
 from ..partition import clamp_strokes, stroke_agreement
 from ..result import Segmentation
@@ -228,3 +229,17 @@ class Method(ABC):
     def prepared(self) -> bool:
         """Whether the next edit is answered from prepared work (no preview is worth it)."""
         return False
+
+
+def n_vectors(requested: int | None, k: int) -> int:
+    """Eigenvectors for k labels: ``requested`` (the ``n_vectors`` option) or k − 1.
+
+    Fewer than k − 1 vectors cannot separate k labels, and more than k bring in the bulk of
+    the spectrum; anything else is an :class:`~segapp.errors.InvalidInputError`.
+    """
+    if requested is None:
+        return k - 1
+    if not k - 1 <= requested <= k:
+        raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
+                                f"labels); got {requested}")
+    return requested

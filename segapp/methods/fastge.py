@@ -51,8 +51,8 @@ from ..partition import (STROKE_AGREEMENT, embed, ratio_cut, reround_degenerate,
                          sweep_cut)
 from ..solve.pencil import Pencil
 from ..solve.settling import LabelSettling
-from .base import Answer
-from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
+from .base import Answer, n_vectors
+from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
 #: the strokes (updated or rebuilt per edit; a new ``amg_theta`` starts a new one). Bounds keep

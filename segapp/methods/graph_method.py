@@ -90,17 +90,3 @@ class GraphMethod(Method):
         self.shape = graph.shape
         self.n = graph.n
         self._settle(type(self).resolve(options) if settings is None else settings)
-
-
-def n_vectors(requested: int | None, k: int) -> int:
-    """Eigenvectors for k labels: ``requested`` (the ``n_vectors`` option) or k − 1.
-
-    Fewer than k − 1 vectors cannot separate k labels, and more than k bring in the bulk of
-    the spectrum; anything else is an :class:`~segapp.errors.InvalidInputError`.
-    """
-    if requested is None:
-        return k - 1
-    if not k - 1 <= requested <= k:
-        raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
-                                f"labels); got {requested}")
-    return requested

@@ -94,6 +94,7 @@ from ..cancel import CancelToken
 from ..errors import InvalidInputError
 from ..options import Option, pick
 from ..strokes.reading import Strokes
+from .base import n_vectors
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .landmark_base import LANDMARK_OPTIONS, LandmarkMethod
 
@@ -160,12 +161,7 @@ class LandmarkFastGE(LandmarkMethod):
     options = OPTIONS
 
     def _n_vectors(self, k: int) -> int:
-        m = self.settings["n_vectors"]
-        if m is None:
-            m = k - 1
-        if not k - 1 <= m <= k:  # fewer than k − 1 vectors cannot separate k labels
-            raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
-                                    f"labels); got {m}")
+        m = n_vectors(self.settings["n_vectors"], k)
         if m > self.basis.size - 1:
             raise InvalidInputError(
                 f"{m} eigenvectors asked but the landmark basis has only {self.basis.size - 1} "

@@ -27,7 +27,8 @@ from ..partition import embed, kmeans, match_labels
 from ..solve.pencil import Pencil
 from .base import Answer
 from .fastge import OPTIONS as FASTGE_OPTIONS
-from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
+from .base import n_vectors
+from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Only what the baseline uses (no constraint or warm-start options). Its multigrid hierarchy
 #: is built once per graph (no strokes in it), so the AMG threshold is a set-up option here.
