@@ -6,6 +6,9 @@ Callers ask for cancellation the way they already can: a callable returning True
 of them into a token; :meth:`CancelToken.check` raises :class:`~segapp.errors.Cancelled`
 when cancellation was requested. A token is itself such a callable, so code written for the
 callable form accepts it unchanged.
+
+The public entries (:meth:`segapp.Session.update`, :meth:`segapp.Session.prepare`, each method's
+``update``) make the token once; everything below them takes and polls a :class:`CancelToken`.
 """
 
 from __future__ import annotations
@@ -66,7 +69,3 @@ class CancelToken:
 #: The token that never cancels.
 NEVER = CancelToken()
 
-
-def check(cancel: CancelLike) -> None:
-    """``CancelToken.of(cancel).check()``: for code that receives the caller's ``cancel``."""
-    CancelToken.of(cancel).check()

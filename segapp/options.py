@@ -14,6 +14,15 @@ multigrid hierarchy or spectrum kept across edits — so changing one needs a ne
 :class:`segapp.Session`. ``"solve"`` options only affect the solve of one edit and are passed to
 :meth:`segapp.Session.update`, which re-solves without rebuilding anything.
 
+Declarations and values
+-----------------------
+A method *class* declares its options (``cls.options``: :class:`Option` s); a method or session
+*instance* holds their values in effect as :class:`Settings` (``method.settings``,
+``session.settings``): read-only, every value checked once when it is made; an update's solve
+options give a new :class:`Settings` in which only they are checked (:meth:`Settings.with_solve`).
+The working resolution ``max_pixels`` is a :class:`segapp.Session` option (:data:`WORKING_PIXELS`),
+not a method's.
+
 Validation
 ----------
 Types are strict, so a wrong value fails at once with a one-line
@@ -28,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -83,6 +92,9 @@ class Option:
         Whether None is allowed (e.g. ``sigma=None``: data-driven).
     none_means : str
         What None stands for, for the help text (``"data-driven"``, ``"k − 1"``).
+    refusal : str
+        The message refusing a bad value (``{value!r}`` is filled in) where one predates the
+        declaration and is kept word for word; otherwise it is generated (:meth:`expects`).
     """
 
     name: str
@@ -95,6 +107,7 @@ class Option:
     choices: tuple | None = None
     none_ok: bool = False
     none_means: str = ""
+    refusal: str = ""
 
     def __post_init__(self) -> None:
         if self.type not in (int, float, bool, str):
@@ -140,6 +153,8 @@ class Option:
         return what + (" or None" if self.none_ok else "")
 
     def _fail(self, value: Any) -> InvalidInputError:
+        if self.refusal:
+            return InvalidInputError(self.refusal.format(value=value))
         return InvalidInputError(f"{self.name} must be {self.expects()}; got {_short(value)}")
 
     def check(self, value: Any) -> Any:
@@ -294,12 +309,21 @@ BASIC: frozenset[str] = frozenset({
     "sigma_scale", "denoise", "constraint_weight", "max_pixels", "n_landmarks",
     "n_partitions", "beta0", "n_eigenvectors", "n_neighbours"})
 
-#: The working resolution: a Session segments a larger image on a reduced copy of at most this
-#: many pixels (:mod:`segapp.inputs.resolution`); the app offers it for the methods that use it.
+#: The working resolution (a :class:`segapp.Session` option, not a method's): a Session segments
+#: a larger image on a reduced copy of at most this many pixels (:mod:`segapp.inputs.resolution`).
+#: Not to be confused with ``pixel_limit`` (:data:`segapp.io.DEFAULT_PIXEL_LIMIT`), the size above
+#: which an image *file* is refused before it is decoded. The app offers these few values (and
+#: only for the methods that use a reduced copy); a Session takes any :data:`WORKING_PIXELS`.
 MAX_PIXELS = Option("max_pixels", int, DEFAULT_MAX_PIXELS,
                     "working resolution: larger images are segmented on a reduced copy of at "
                     "most this many pixels (more: finer boundaries, slower)", "setup",
                     choices=(125_000, 250_000, 500_000, 1_000_000, 2_000_000))
+
+#: ``max_pixels`` as :class:`segapp.Session` and :func:`segapp.segment` take it: any integer ≥ 4
+#: (a 2 × 2 working grid), or None for full resolution.
+WORKING_PIXELS = replace(MAX_PIXELS, choices=None, low=4, none_ok=True,
+                         none_means="always full resolution",
+                         refusal="max_pixels must be an integer ≥ 4 or None, got {value!r}")
 
 
 def _unknown(options: Sequence[Option], values: Mapping[str, Any], owner: str) -> None:
@@ -344,32 +368,65 @@ def check_solve(options: Sequence[Option], values: Mapping[str, Any],
     return solve
 
 
-class HasOptions:
-    """Mixin of the method base classes: declared ``options``, values in effect, solve overrides.
+class Settings(Mapping[str, Any]):
+    """The option values in effect for a method or a session, checked once; read-only.
 
-    A subclass declares ``options`` (class attribute, a tuple of :class:`Option`); ``defaults``
-    is derived from it. An instance's ``self.options`` is the *dict of values in effect*: the
-    constructor's (:meth:`_set_options`), overridden for one update by its solve options
-    (:meth:`_use_solve_options`).
+    Built by :meth:`resolve` (every given value checked, defaults filled in); an update's
+    solve options give a new object by :meth:`with_solve`, which checks only those. Methods
+    declare their options on the class (``cls.options``, :class:`Option` s) and hold their
+    values here (``method.settings``), so the two are never the same name.
     """
 
-    name: ClassVar[str] = ""
-    options: ClassVar[tuple[Option, ...]] = ()
-    #: ``{name: default}`` of ``options`` (derived, for callers that want a dict).
-    defaults: ClassVar[dict[str, Any]] = {}
+    __slots__ = ("_values", "declared", "owner")
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.defaults = defaults(cls.options)
+    def __init__(self, values: Mapping[str, Any], declared: Sequence[Option],
+                 owner: str) -> None:
+        # Trusted: values already checked against ``declared`` (use :meth:`resolve`).
+        self._values = dict(values)
+        self.declared = tuple(declared)
+        self.owner = owner
 
-    def _set_options(self, given: dict[str, Any]) -> None:
-        self._given = given
-        self.options = dict(given)  # type: ignore[misc]  # the instance's values shadow the class's declarations
+    @classmethod
+    def resolve(cls, declared: Sequence[Option], given: Mapping[str, Any],
+                owner: str) -> "Settings":
+        """Every declared option with its checked value (``given`` over the defaults).
 
-    def _use_solve_options(self, solve_options: Mapping[str, Any]) -> None:
-        """Values for one update: the constructor's, with ``solve_options`` (checked) over them."""
-        self.options = {**self._given,  # type: ignore[misc]
-                        **check_solve(type(self).options, solve_options, self.name)}
+        Raises
+        ------
+        segapp.errors.InvalidInputError
+            An unknown name (the message lists the valid ones) or a bad value.
+        """
+        return cls(resolve(declared, given, owner), declared, owner)
+
+    def with_solve(self, changes: Mapping[str, Any]) -> "Settings":
+        """These settings with solve-stage ``changes`` (checked here; a set-up option is an
+        error: it needs a new Session)."""
+        if not changes:
+            return self
+        return Settings({**self._values, **check_solve(self.declared, changes, self.owner)},
+                        self.declared, self.owner)
+
+    def stage(self, stage: Stage) -> dict[str, Any]:
+        """``{name: value}`` of the options of one stage, in declaration order."""
+        return {o.name: self._values[o.name] for o in self.declared if o.stage == stage}
+
+    def pick(self, declared: Sequence[Option], owner: str, **values: Any) -> "Settings":
+        """The settings of a part (its declarations are a subset of ours, with the same
+        checks), with ``values`` set by the caller (already valid)."""
+        return Settings({**{o.name: self._values[o.name] for o in declared}, **values},
+                        declared, owner)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Settings({self.owner!r}, {self._values!r})"
 
 
 # -- documentation --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from .cancel import CancelLike, CancelToken
 from .errors import InvalidInputError, SolverError
 from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
                      check_label_map)
-from .options import check_solve, split
+from .options import WORKING_PIXELS, Settings
 from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
                          reduce_strokes, working_shape)
 from .result import Segmentation
@@ -64,30 +64,21 @@ class Session:
                  max_pixels: int | None = DEFAULT_MAX_PIXELS, **options: Any) -> None:
         t = time.perf_counter()
         cls = methods.get(method)
-        setup, solve = split(cls.options, options, method)   # bad names and values fail here
-        if max_pixels is not None and not (isinstance(max_pixels, (int, np.integer))
-                                           and not isinstance(max_pixels, (bool, np.bool_))
-                                           and max_pixels >= 4):
-            raise InvalidInputError(f"max_pixels must be an integer ≥ 4 or None, got {max_pixels!r}")
+        #: The method's option values, every one checked here once (set-up options fixed for
+        #: the session's life; solve options the defaults every update starts from).
+        self.settings: Settings = cls.resolve(options)    # bad names and values fail here
+        self.max_pixels = WORKING_PIXELS.check(max_pixels)
         self.image = as_float_image(image)
         self.shape: tuple[int, int] = self.image.shape[:2]  # type: ignore[assignment]
         self.method_name = method
-        #: Set-up options in effect (fixed for the session's life).
-        self.setup_options = {o.name: setup.get(o.name, o.default) for o in cls.options
-                              if o.stage == "setup"}
-        #: Solve options every update starts from (each call may override them).
-        self.solve_options = {o.name: solve.get(o.name, o.default) for o in cls.options
-                              if o.stage == "solve"}
-        self.options = {**setup, **solve}   # as given
         # Methods built for very large images (landmark methods) work at full resolution.
-        limit = None if getattr(cls, "full_resolution", False) else max_pixels
-        self.working_shape = working_shape(self.shape, limit)
+        self.working_shape = working_shape(
+            self.shape, None if cls.full_resolution else self.max_pixels)
         self._method_image = reduce_image(self.image, self.working_shape)
-        self._method = cls.from_image(self._method_image, **setup)
-        self.setup_options_given = dict(setup)
+        self._method = cls.from_settings(self._method_image, self.settings)
         self._preview_method: Any = None
         self._preview_shape = self.working_shape
-        self._setup_timings = dict(getattr(self._method, "timings", {}))
+        self._setup_timings = dict(self._method.timings)
         self._setup_total = time.perf_counter() - t
         self.revision = 0
         #: Whether work for the next edit runs in a background thread after each answer
@@ -95,6 +86,16 @@ class Session:
         self.background = True
         self._preparing: threading.Thread | None = None
         self._prepare_error: BaseException | None = None
+
+    @property
+    def setup_options(self) -> dict[str, Any]:
+        """Set-up options in effect (fixed for the session's life)."""
+        return self.settings.stage("setup")
+
+    @property
+    def solve_options(self) -> dict[str, Any]:
+        """Solve options every update starts from (each call may override them)."""
+        return self.settings.stage("solve")
 
     def update(self, scribbles: np.ndarray, *, cancel: CancelLike = None,
                confidence: np.ndarray | None = None,
@@ -118,32 +119,27 @@ class Session:
         fraction of a second on a 12-megapixel photo and replace it when the full result
         comes back.
         """
-        solve = {**self.solve_options,
-                 **check_solve(methods.get(self.method_name).options, solve_options,
-                               self.method_name)}
+        settings = self._method.updated(self.settings, solve_options)  # only this call's checked
         check_callback(preview, "preview")
         s = check_label_map(scribbles, self.shape)
         confidence = check_confidence(confidence, self.shape)
         cancel = CancelToken.of(cancel)  # callable, Event or token; every method polls it
-        alongside = getattr(self._method, "prepares_alongside", None)
-        if not (alongside is not None and alongside()):
-            self.wait_prepared(cancel)   # else the background work goes on beside this solve
+        if not self._method.prepares_alongside():
+            self._wait_prepared(cancel)  # else the background work goes on beside this solve
         t = time.perf_counter()
         # No preview when the method answers this edit from its factor: the answer itself
         # comes about as fast, and a preview that then moves misleads (issue 22 item 5).
-        quick = getattr(self._method, "prepared", None)
         if (preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS
-                and not (quick is not None and quick())):
-            coarse = self._preview(s, cancel, solve)
+                and not self._method.prepared()):
+            coarse = self._preview(s, cancel, settings)
             if coarse is not None:
                 coarse.timings["total"] = time.perf_counter() - t
                 preview(coarse)
         if self.working_shape != self.shape:
             small, conf = reduce_strokes(s, self.working_shape, confidence)
-            result = enlarge_result(
-                self._method.update(small, cancel=cancel, confidence=conf, **solve), s)
+            result = enlarge_result(self._method.run(small, cancel, conf, settings), s)
         else:
-            result = self._method.update(s, cancel=cancel, confidence=confidence, **solve)
+            result = self._method.run(s, cancel, confidence, settings)
         elapsed = time.perf_counter() - t
         if self.revision == 0:
             result.timings = {**self._setup_timings, **result.timings}
@@ -166,12 +162,10 @@ class Session:
         exact, so the answer does not depend on timing). Methods with nothing to prepare do
         nothing.
         """
-        fn = getattr(self._method, "prepare_next", None)
-        if fn is not None:
-            fn(cancel=cancel)
+        self._method.prepare_next(CancelToken.of(cancel))
 
     def _start_preparing(self) -> None:
-        if getattr(self._method, "prepare_next", None) is None:
+        if not self._method.prepares:
             return
         self._prepare_error = None
         previous = self._preparing
@@ -194,29 +188,30 @@ class Session:
         itself (one factorization) runs on. An error of that work is not raised: the direct
         solver is then off and the next update solves iteratively.
         """
+        self._wait_prepared(CancelToken.of(cancel))
+
+    def _wait_prepared(self, cancel: CancelToken) -> None:
         th = self._preparing
         if th is None:
             return
-        token = CancelToken.of(cancel)
         while th.is_alive():
-            token.check()
+            cancel.check()
             th.join(0.02)
         self._preparing = None
 
 
     def _preview(self, s: np.ndarray, cancel: CancelToken,
-                 solve: dict[str, Any]) -> Segmentation | None:
+                 settings: Settings) -> Segmentation | None:
         """The coarse result of :meth:`update`'s ``preview`` (None if that solve fails)."""
         if self._preview_method is None:
             shape = working_shape(self.shape, PREVIEW_PIXELS)
             self._preview_shape = shape
             # From the working copy (already area-averaged): cheap, and as smooth.
             small_image = reduce_image(self._method_image, shape)
-            self._preview_method = methods.get(self.method_name).from_image(
-                small_image, **self.setup_options_given)
+            self._preview_method = type(self._method).from_settings(small_image, self.settings)
         try:
-            result = self._preview_method.update(reduce_map(s, self._preview_shape),
-                                                 cancel=cancel, **solve)
+            result = self._preview_method.run(reduce_map(s, self._preview_shape), cancel, None,
+                                              settings)
         except SolverError:
             return None   # the full solve will say what went wrong
         result = enlarge_result(result, s, vectors=False)

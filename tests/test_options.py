@@ -14,7 +14,7 @@ import segapp
 from segapp.cli import EXIT_INPUT, main
 from segapp.errors import InvalidInputError
 from segapp.methods import REGISTRY, option_names, options_of
-from segapp.options import Option, check_solve, markdown, resolve, split
+from segapp.options import WORKING_PIXELS, Option, Settings, check_solve, markdown, resolve, split
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,6 +106,48 @@ def test_resolve_split_and_check_solve():
         resolve(opts, {"bogus": 1}, "m")
     with pytest.raises(InvalidInputError, match="x: set-up option"):
         check_solve(opts, {"x": 0.25}, "m")
+
+
+def test_settings_are_read_only_and_check_only_an_updates_changes():
+    opts = (INT, FLOAT, BOOL)
+    settings = Settings.resolve(opts, {"n": 5}, "m")
+    assert dict(settings) == {"n": 5, "x": 0.5, "b": True}
+    assert settings.stage("solve") == {"n": 5, "b": True}
+    assert settings.stage("setup") == {"x": 0.5}
+    with pytest.raises(TypeError):
+        settings["n"] = 6   # type: ignore[index]
+    assert settings.with_solve({}) is settings
+    assert dict(settings.with_solve({"n": 7})) == {"n": 7, "x": 0.5, "b": True}
+    assert settings["n"] == 5
+    with pytest.raises(InvalidInputError, match="x: set-up option"):
+        settings.with_solve({"x": 0.25})
+
+
+def test_a_session_checks_each_option_once(monkeypatch):
+    """Issue 24: a set-up option was checked 3× per Session, every solve option per update."""
+    img, s = _two_regions()
+    segapp.methods.get("fastge")   # its declarations check their defaults when first imported
+    checked: list[str] = []
+    real = Option.check
+
+    def counting(self, value):
+        checked.append(self.name)
+        return real(self, value)
+    monkeypatch.setattr(Option, "check", counting)
+    sess = segapp.Session(img, "fastge", connectivity=4, eig_tol=2e-3)
+    assert sorted(checked) == ["connectivity", "eig_tol", "max_pixels"]
+    checked.clear()
+    sess.update(s)
+    sess.update(s, constraint_weight=2.0)
+    assert checked == ["constraint_weight"]
+
+
+def test_max_pixels_is_declared_and_keeps_its_message():
+    assert WORKING_PIXELS.name == "max_pixels" and WORKING_PIXELS.flag == "--max-pixels"
+    with pytest.raises(InvalidInputError,
+                       match=r"^max_pixels must be an integer ≥ 4 or None, got 3$"):
+        WORKING_PIXELS.check(3)
+    assert WORKING_PIXELS.check(None) is None and WORKING_PIXELS.check(np.int64(10)) == 10
 
 
 # -- generated views agree with the declarations ---------------------------------------------

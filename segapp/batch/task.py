@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..io.opening import DEFAULT_PIXEL_LIMIT
+
 __all__ = ["Task", "ROW_FIELDS", "segment_pair", "failed_row", "short_error",
            "worker_peak_mb"]
 
@@ -61,7 +63,7 @@ class Task:
     overlay: str | None = None
     method: str = "fastge"
     options: dict[str, Any] = field(default_factory=dict)
-    pixel_limit: int | None = 50_000_000
+    pixel_limit: int | None = DEFAULT_PIXEL_LIMIT
 
 
 def _row(task: Task) -> dict[str, Any]:

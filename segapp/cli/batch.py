@@ -175,9 +175,11 @@ def run(args: argparse.Namespace) -> int:
 def _check_max_pixels(options: dict[str, Any]) -> None:
     """Fail once, before any worker starts, on a working size every image would reject
     (method option values are already checked by :func:`segapp.cli.flags.method_options`)."""
-    mp = options.get("max_pixels")
-    if mp is not None and mp < 4:
-        raise SegappError(f"--max-pixels must be 0 (full resolution) or at least 4, got {mp}")
+    from ..options import WORKING_PIXELS
+    mp = options.get(WORKING_PIXELS.name)
+    if mp is not None and mp < WORKING_PIXELS.low:
+        raise SegappError(f"{WORKING_PIXELS.flag} must be 0 (full resolution) or at least "
+                          f"{int(WORKING_PIXELS.low)}, got {mp}")
 
 
 def _print_summary(result: Any, out_dir: str) -> None:

@@ -12,8 +12,7 @@ import argparse
 from typing import Any, Sequence
 
 from ..errors import InvalidInputError
-from ..options import Option
-from ..inputs.resolution import DEFAULT_MAX_PIXELS
+from ..options import WORKING_PIXELS, Option
 
 DEFAULT_METHOD = "fastge"
 
@@ -75,10 +74,12 @@ def add_method_arguments(parser: argparse.ArgumentParser, method: str) -> None:
     parser.add_argument("--method", "-m", default=DEFAULT_METHOD, metavar="NAME",
                         help=f"segmentation method: {', '.join(REGISTRY)} (default "
                              f"{DEFAULT_METHOD}; see 'segapp methods')")
-    parser.add_argument("--max-pixels", dest="max_pixels", type=int, default=None, metavar="N",
+    # The Session option max_pixels (0 on the command line: None, full resolution).
+    parser.add_argument(WORKING_PIXELS.flag, dest=WORKING_PIXELS.name, type=int, default=None,
+                        metavar="N",
                         help="segment larger images on a reduced copy of this many pixels and "
                              "bring the result back to full resolution (default "
-                             f"{DEFAULT_MAX_PIXELS}; 0 = always full resolution)")
+                             f"{WORKING_PIXELS.default}; 0 = always full resolution)")
     known = options_of(method) if method in REGISTRY else ()
     opts = parser.add_argument_group(
         f"options of method {method} (see 'segapp methods {method}')")
@@ -137,5 +138,5 @@ def method_options(args: argparse.Namespace) -> dict[str, Any]:
                 f"unknown option {name!r} for method {method!r}; valid: {', '.join(own)}")
         out[name] = own[name].parse(text)
     if args.max_pixels is not None:
-        out["max_pixels"] = args.max_pixels or None
+        out[WORKING_PIXELS.name] = args.max_pixels or None
     return out

@@ -73,25 +73,21 @@ rebuilt (O(p³) per edit, as SCACS and Liu et al. already pay for their p × p p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.spatial import cKDTree
 
-from ..errors import Cancelled, InvalidInputError
+from ..cancel import NEVER, CancelToken
+from ..errors import InvalidInputError
 from .features import CHUNK, Features
+
+if TYPE_CHECKING:   # the strokes stage comes after the graphs in the pipeline
+    from ..strokes.reading import Strokes
 
 #: Relative threshold below which eigenvalues of Ŝ = ẐᵀẐ are treated as zero.
 RANK_TOL = 1e-9
-
-Cancel = Callable[[], bool] | None
-
-
-def check_cancel(cancel: Cancel) -> None:
-    if cancel is not None and cancel():
-        raise Cancelled("solve cancelled")
-
 
 # -- landmarks ------------------------------------------------------------------------------
 def _kmeanspp(X: np.ndarray, p: int, rng: np.random.Generator) -> np.ndarray:
@@ -108,12 +104,12 @@ def _kmeanspp(X: np.ndarray, p: int, rng: np.random.Generator) -> np.ndarray:
     return centres
 
 
-def _lloyd(X: np.ndarray, centres: np.ndarray, iterations: int, cancel: Cancel) -> np.ndarray:
+def _lloyd(X: np.ndarray, centres: np.ndarray, iterations: int, cancel: CancelToken) -> np.ndarray:
     """Lloyd iterations with k-d tree assignment; returns the non-empty centres."""
     p = centres.shape[0]
     counts = np.ones(p)
     for _ in range(iterations):
-        check_cancel(cancel)
+        cancel.check()
         _, lab = cKDTree(centres).query(X, k=1, workers=-1)
         counts = np.bincount(lab, minlength=p).astype(float)
         sums = np.stack([np.bincount(lab, weights=X[:, j], minlength=p)
@@ -124,7 +120,7 @@ def _lloyd(X: np.ndarray, centres: np.ndarray, iterations: int, cancel: Cancel) 
 
 
 def select_landmarks(features: Features, p: int, *, method: str = "kmeans", sample: int = 50_000,
-                     rng: np.random.Generator, cancel: Cancel = None) -> np.ndarray:
+                     rng: np.random.Generator, cancel: CancelToken = NEVER) -> np.ndarray:
     """``p`` landmarks (rows, duplicates removed) by random sampling or k-means of a sample."""
     n = features.n
     if method == "random" or n <= p:
@@ -185,16 +181,16 @@ class SparseCode:
         acc_off = acc_off.reshape(p, p)
         return acc_diag.reshape(p, p) + acc_off + acc_off.T
 
-    def raw_gram(self, cancel: Cancel = None) -> np.ndarray:
+    def raw_gram(self, cancel: CancelToken = NEVER) -> np.ndarray:
         """``ZᵀZ`` (p × p, float64; Z before the ``D^{-1/2}`` scaling), over chunks of rows."""
         S = np.zeros((self.p, self.p))
         for lo in range(0, self.n, CHUNK):
-            check_cancel(cancel)
+            cancel.check()
             hi = min(lo + CHUNK, self.n)
             S += self._pair_sums(self.idx[lo:hi], self.w[lo:hi])
         return S
 
-    def gram(self, cancel: Cancel = None, raw: np.ndarray | None = None) -> np.ndarray:
+    def gram(self, cancel: CancelToken = NEVER, raw: np.ndarray | None = None) -> np.ndarray:
         """``Ŝ = ẐᵀẐ`` (p × p, float64) from :meth:`raw_gram` (or the ``raw`` given)."""
         S = self.raw_gram(cancel) if raw is None else raw.copy()
         ds = self.dscale
@@ -235,7 +231,7 @@ def _sigma_all(features: Features, landmarks: np.ndarray) -> float:
 
 def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: float | None = None,
                 sigma_rule: str = "knn", sigma_scale: float = 1.0,
-                cancel: Cancel = None) -> SparseCode:
+                cancel: CancelToken = NEVER) -> SparseCode:
     """Nadaraya–Watson coding of every point over its ``r`` nearest landmarks (module notes)."""
     p = landmarks.shape[0]
     if r > p:
@@ -247,7 +243,7 @@ def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: flo
     kth = np.empty(n, np.float32)
     dist_sum = 0.0
     for lo in range(0, n, CHUNK):
-        check_cancel(cancel)
+        cancel.check()
         hi = min(lo + CHUNK, n)
         dist, ind = tree.query(features.chunk(lo, hi), k=r, workers=-1)
         dist = dist.reshape(hi - lo, r)
@@ -309,8 +305,8 @@ class StrokeRecoding:
         base.w[self.rows] = self.w
 
 
-def add_stroke_landmarks(base: SparseCode, features: Features, strokes: Any,
-                         cap: int, raw: np.ndarray, cancel: Cancel = None
+def add_stroke_landmarks(base: SparseCode, features: Features, strokes: "Strokes",
+                         cap: int, raw: np.ndarray, cancel: CancelToken = NEVER
                          ) -> tuple[SparseCode, np.ndarray, StrokeRecoding]:
     """The base coding with painted pixels added as landmarks; its raw Gram; how to undo it.
 
@@ -340,7 +336,7 @@ def add_stroke_landmarks(base: SparseCode, features: Features, strokes: Any,
     tree = cKDTree(E)
     near = []
     for lo in range(0, base.n, CHUNK):
-        check_cancel(cancel)
+        cancel.check()
         hi = min(lo + CHUNK, base.n)
         d, _ = tree.query(features.chunk(lo, hi), k=1, workers=-1)
         near.append(lo + np.flatnonzero(d < base.kth[lo:hi]))
@@ -401,11 +397,11 @@ class LandmarkBasis:
     e: np.ndarray
 
     @classmethod
-    def build(cls, code: SparseCode, cancel: Cancel = None,
+    def build(cls, code: SparseCode, cancel: CancelToken = NEVER,
               raw: np.ndarray | None = None) -> "LandmarkBasis":
         """The basis of ``code`` (``raw``: its :meth:`SparseCode.raw_gram`, if known)."""
         S = code.gram(cancel, raw)
-        check_cancel(cancel)
+        cancel.check()
         lam, V = sla.eigh(S)
         keep = lam > RANK_TOL * lam[-1]
         lam, V = lam[keep], V[:, keep]

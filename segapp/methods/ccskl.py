@@ -143,19 +143,20 @@ import scipy.linalg as sla
 from scipy.optimize import nnls
 
 from ..solve.amg import DEFAULT_THETA
-from ..cancel import CancelLike, CancelToken
+from ..cancel import NEVER, CancelToken
 from ..solve import EigenProblem, SolveSettings, random_start, solve
 from ..solve.amg import amg_preconditioner
 from ..errors import InvalidInputError
 from ..graphs import Graph
 from ..solve import harmonic
 from ..solve.ordering import offsets_reach
-from .landmark_base import _normalise_rows, read_strokes
 from ..solve.diagnostics import SolverDiagnostics
-from ..options import SEED, Option, override, pick
-from ..partition import STROKE_AGREEMENT, anchored_kmeans, clamp_strokes, stroke_agreement
+from ..options import SEED, Option, Settings, override, pick
+from ..partition import STROKE_AGREEMENT, anchored_kmeans, stroke_agreement
 from ..solve.pencil import Pencil
-from ..result import Segmentation
+from ..strokes.reading import Strokes
+from .base import Answer
+from .embedding import normalise_rows
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .graph_method import GRAPH_OPTIONS, GraphMethod
 
@@ -202,7 +203,7 @@ class Spectrum:
 
 def smoothest_eigenvectors(graph: Graph, m: int, *, seed: int = 0, amg_theta: float = DEFAULT_THETA,
                            maxiter: int = 300, eig_tol: float = 1e-3, res_tol: float = 1e-6,
-                           cancel: CancelLike = None) -> Spectrum:
+                           cancel: CancelToken = NEVER) -> Spectrum:
     """The ``m`` unit eigenvectors of ``L̄ = D^{-1/2} L D^{-1/2}`` with the smallest eigenvalues."""
     n, d = graph.n, graph.degrees
     sqrt_d = np.sqrt(d)
@@ -214,7 +215,7 @@ def smoothest_eigenvectors(graph: Graph, m: int, *, seed: int = 0, amg_theta: fl
     if m == 1:
         return Spectrum(np.zeros(1), v1[:, None])
     pencil = Pencil(graph.laplacian, d)  # B = D/n: eigenvalues n·μ, on dᵀx = 0
-    token = CancelToken.of(cancel)
+    token = cancel
     amg = amg_preconditioner(graph.laplacian, d, theta=amg_theta, cancel=token)
     X0 = random_start(amg, n, m - 1, np.random.default_rng(seed), token)
     settings = SolveSettings(maxiter=maxiter, eig_tol=eig_tol, res_tol=res_tol,
@@ -271,7 +272,7 @@ def solve_ordered_qp(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def stroke_potentials(graph: Graph, sets: list[np.ndarray], *, theta: float = DEFAULT_THETA,
-                      maxiter: int = 300, cancel: CancelLike = None,
+                      maxiter: int = 300, cancel: CancelToken = NEVER,
                       solver: harmonic.HarmonicSolver | None = None) -> np.ndarray:
     """``Y`` (n × k): ``Y_a = E_a + φ_a``, label a's stroke indicator extended harmonically.
 
@@ -282,7 +283,7 @@ def stroke_potentials(graph: Graph, sets: list[np.ndarray], *, theta: float = DE
     ``solver`` (one per image, kept by the method) solves directly from a factor updated per
     edit where it can (:mod:`segapp.solve.direct`); without it, one cold iterative solve.
     """
-    token = CancelToken.of(cancel)
+    token = cancel
     if solver is None:
         return harmonic.stroke_potentials(graph.laplacian, graph.degrees, sets, theta=theta,
                                           tol=POTENTIAL_TOL, maxiter=maxiter, cancel=token)
@@ -325,10 +326,11 @@ class CCSKL(GraphMethod):
                    "normalized-Laplacian eigenvectors learned by a convex QP")
     constrained = True
     options = OPTIONS
+    prepares = True
 
-    def __init__(self, graph: Graph, **options: Any) -> None:
-        super().__init__(graph, **options)
-        m = self.options["n_eigenvectors"]
+    def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
+        super().__init__(graph, settings, **options)
+        m = self.settings["n_eigenvectors"]
         if m > graph.n:
             raise InvalidInputError(f"n_eigenvectors={m} exceeds the number of vertices "
                                     f"({graph.n})")
@@ -337,22 +339,21 @@ class CCSKL(GraphMethod):
 
     def _solver(self, g: Graph) -> harmonic.HarmonicSolver:
         """The strokes' Dirichlet solver, one per image (direct where CHOLMOD is installed)."""
-        if self._harmonic is None or self._harmonic.theta != self.options["amg_theta"]:
+        if self._harmonic is None or self._harmonic.theta != self.settings["amg_theta"]:
             grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
             self._harmonic = harmonic.HarmonicSolver(g.laplacian, g.degrees,
-                                                     theta=self.options["amg_theta"], grid=grid)
+                                                     theta=self.settings["amg_theta"], grid=grid)
         return self._harmonic
 
-    def prepare_next(self, cancel: CancelLike = None) -> None:
+    def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit after this one's answer: the potentials' factor."""
         if self._harmonic is not None:
-            self._harmonic.prepare(CancelToken.of(cancel))
+            self._harmonic.prepare(cancel)
 
-    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
-                confidence: np.ndarray | None) -> Segmentation:
+    def _solve(self, strokes: Strokes, cancel: CancelToken,
+               timings: dict[str, float]) -> Answer:
         """QP and k-means for the given strokes (the first call also computes the spectrum)."""
-        g, o = self.graph, self.options
-        strokes = read_strokes(scribbles, g.n, confidence)   # validates; weights √q
+        g, o = self.graph, self.settings
         label_ids, sets = strokes.label_ids, strokes.sets
         k = strokes.k
         m = o["n_eigenvectors"]
@@ -360,9 +361,8 @@ class CCSKL(GraphMethod):
             raise InvalidInputError(f"{k} labels but n_eigenvectors={m}: need at least k "
                                     "eigenvectors")
         # w_i with c_ij² = w_i w_j: q_i for soft strokes, 1 otherwise
-        weights = ([np.ones(S.size) for S in sets] if confidence is None
+        weights = ([np.ones(S.size) for S in sets] if not strokes.soft
                    else [u * u for u in strokes.weights])
-        timings: dict[str, float] = {}
         if self.spectrum is None:
             t = time.perf_counter()
             self.spectrum = smoothest_eigenvectors(
@@ -397,7 +397,7 @@ class CCSKL(GraphMethod):
             t = time.perf_counter()
             keep = np.flatnonzero(beta > 0)
             E = F[:, keep] * np.sqrt(beta[keep])
-            U = _normalise_rows(E) if o["row_normalise"] else E
+            U = normalise_rows(E) if o["row_normalise"] else E
             codes, _, _ = anchored_kmeans(U, sets, rng=np.random.default_rng(o["seed"]),
                                           cancel=cancel)
             agreement = stroke_agreement(codes, sets)
@@ -407,13 +407,9 @@ class CCSKL(GraphMethod):
             if agreement.min() >= STROKE_AGREEMENT:
                 break
         agreement, codes, E, beta, keep, A, b, extended, stroke_weight = best
-        labels = clamp_strokes(np.asarray(label_ids, np.int32)[codes], sets, label_ids)
         diag = CCSKLDiagnostics(self.spectrum.mu, beta, float(0.5 * beta @ A @ beta + b @ beta),
                                 self.spectrum.diagnostics, extended, stroke_weight)
-        return Segmentation(labels.reshape(g.shape), label_ids,
-                            E.reshape(*g.shape, -1).astype(np.float32), beta[keep], timings,
-                            diag, self.name,
-                            stroke_agreement=dict(zip(label_ids, agreement.tolist())))
+        return Answer(np.asarray(label_ids, np.int32)[codes], E, beta[keep], diag, agreement)
 
 
 @dataclass

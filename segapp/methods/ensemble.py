@@ -53,12 +53,14 @@ from typing import Any
 import numpy as np
 from scipy.cluster.vq import vq
 
+from ..cancel import CancelToken
 from ..errors import InvalidInputError
-from .landmark_base import (Cancel, FeatureMethod, Features, LandmarkDiagnostics, StrokeSets,
-                         check_cancel, read_strokes)
-from ..options import Option, override
-from ..partition import anchored_kmeans, clamp_strokes
-from ..result import Segmentation
+from ..graphs.features import Features
+from ..options import Option, Settings, override
+from ..partition import anchored_kmeans
+from ..strokes.reading import Strokes
+from .base import Answer
+from .landmark_base import FeatureMethod, LandmarkDiagnostics
 from .landmark_fastge import OPTIONS as LFG_OPTIONS
 from .landmark_fastge import LandmarkFastGE
 
@@ -77,7 +79,6 @@ OPTIONS: tuple[Option, ...] = override(LFG_OPTIONS, landmark_selection={"default
     Option("projection_nnz", int, 2, "non-zeros per column of the projection", "solve",
            low=1, high=100),
 )
-_BASE_NAMES = frozenset(o.name for o in LFG_OPTIONS)
 
 
 def sparse_projection(d: int, D: int, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -102,67 +103,58 @@ class ClusterEnsemble(FeatureMethod):
     full_resolution = False
     options = OPTIONS
 
-    def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
-        super().__init__(features, shape, **options)
-        o = self.options
-        base = {k: v for k, v in o.items() if k in _BASE_NAMES and k != "seed"}
-        self.bases = [LandmarkFastGE(features, shape, seed=self._base_seed(i), **base)
-                      for i in range(o["n_partitions"])]
-
-    def _validate(self) -> None:
-        o = self.options
-        if o["projection_dim"] is not None and o["projection_dim"] < o["projection_nnz"]:
-            raise InvalidInputError("projection_dim must be ≥ projection_nnz")
-        self._check_together(o)
+    def __init__(self, features: Features, shape: tuple[int, ...],
+                 settings: Settings | None = None, **options: Any) -> None:
+        super().__init__(features, shape, settings, **options)
+        # Each base partition is a landmark FAST-GE with these settings and its own seed.
+        self.bases = [LandmarkFastGE(features, shape, self._base_settings(self.settings, i))
+                      for i in range(self.settings["n_partitions"])]
 
     @classmethod
-    def _check_together(cls, o: dict[str, Any]) -> None:
+    def _check(cls, o: Settings) -> None:
         runs = o["n_partitions"] * o["n_landmarks"]
         if runs > MAX_LANDMARK_RUNS:
             raise InvalidInputError(
                 f"n_partitions × n_landmarks must be ≤ {MAX_LANDMARK_RUNS} (the base "
                 f"partitions' work), got {o['n_partitions']} × {o['n_landmarks']} = {runs}; "
                 "use fewer partitions or landmarks")
+        if o["projection_dim"] is not None and o["projection_dim"] < o["projection_nnz"]:
+            raise InvalidInputError("projection_dim must be ≥ projection_nnz")
 
-    def _base_seed(self, i: int) -> int:
-        return int(np.random.default_rng([self.options["seed"], 2, i]).integers(2 ** 31))
+    @staticmethod
+    def _base_settings(o: Settings, i: int) -> Settings:
+        """Base partition i's settings: the ensemble's (already checked), its own seed."""
+        seed = int(np.random.default_rng([o["seed"], 2, i]).integers(2 ** 31))
+        return o.pick(LandmarkFastGE.options, LandmarkFastGE.name, seed=seed)
 
-    def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-                confidence: np.ndarray | None = None) -> Segmentation:
-        o = self.options
-        strokes = read_strokes(scribbles, self.features.n, confidence)
+    def _solve(self, strokes: Strokes, cancel: CancelToken,
+               timings: dict[str, float]) -> Answer:
+        o = self.settings
         k, n = strokes.k, self.features.n
-        timings: dict[str, float] = {}
         t = time.perf_counter()
         ids = np.asarray(strokes.label_ids)
         lut = np.zeros(ids.max() + 1, np.uint8)
-        # this update's solve options reach every base partition
-        base_solve = {opt.name: o[opt.name] for opt in LandmarkFastGE.options
-                      if opt.stage == "solve"}
         lut[ids] = np.arange(k)
         codes = np.empty((n, len(self.bases)), np.uint8)
         for i, m in enumerate(self.bases):
-            check_cancel(cancel)
-            res = m.update(scribbles, cancel=cancel, confidence=confidence, **base_solve)
+            cancel.check()
+            # this update's solve options reach every base partition
+            res = m.answer(strokes, cancel, self._base_settings(o, i))
             codes[:, i] = lut[res.labels.ravel()]
         timings["base_partitions"] = time.perf_counter() - t
 
         t = time.perf_counter()
         labels, votes, obj, distinct = self._consensus(codes, strokes, cancel)
         timings["consensus"] = time.perf_counter() - t
-        agreement = strokes.agreement(labels)
         b0 = self.bases[0]
         diag = LandmarkDiagnostics(b0.code.p, b0.basis.size, b0.code.sigma, strokes.kept(labels),
                                    {"partitions": len(self.bases), "distinct_rows": distinct,
                                     "objective": round(obj, 6)})
-        clamp_strokes(labels, strokes.sets, strokes.label_ids)
-        return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            votes.reshape(*self.shape, k), np.zeros(0), timings, diag, self.name,
-                            stroke_agreement=agreement)
+        return Answer(labels, votes, np.zeros(0), diag)
 
-    def _consensus(self, codes: np.ndarray, strokes: StrokeSets,
-                   cancel: Cancel) -> tuple[np.ndarray, np.ndarray, float, int]:
-        o = self.options
+    def _consensus(self, codes: np.ndarray, strokes: Strokes,
+                   cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, float, int]:
+        o = self.settings
         n, r = codes.shape
         k = strokes.k
         rng = np.random.default_rng([o["seed"], 3])

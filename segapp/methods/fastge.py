@@ -28,7 +28,6 @@ Ritz value govern the stopping test (measured 133 vs 10 iterations in early expe
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any
 
@@ -39,17 +38,18 @@ from scipy.sparse.csgraph import connected_components
 from ..solve import METHODS, EigenProblem, Eigenpairs, SolveSettings, choose_method, solve
 from ..solve.amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
 from .answer_memory import AnswerMemory, strokes_key
-from ..cancel import CancelLike, CancelToken
+from ..cancel import CancelToken
 from ..strokes.constraints import Constraints, build_constraints, sparsify, stroke_indicators
+from ..strokes.reading import Strokes, fingerprint
 from ..solve.harmonic import HarmonicSolver
 from ..solve.ordering import offsets_reach
 from ..graphs import Graph
-from ..options import SEED, Option
-from ..partition import (STROKE_AGREEMENT, clamp_strokes, embed, round_eigenvectors,
-                         rounding_confidence, stroke_agreement)
+from ..options import SEED, Option, Settings
+from ..partition import (STROKE_AGREEMENT, embed, round_eigenvectors, rounding_confidence,
+                         stroke_agreement)
 from ..solve.pencil import Pencil
-from ..result import Segmentation
-from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
+from .base import Answer, n_vectors
+from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
 #: the strokes (updated or rebuilt per edit; a new ``amg_theta`` starts a new one). Bounds keep
@@ -115,9 +115,10 @@ class FastGE(GraphMethod):
                    "from the strokes' harmonic potentials (or LOBPCG); the default")
     constrained = True
     options = OPTIONS
+    prepares = True
 
-    def __init__(self, graph: Graph, **options: Any) -> None:
-        super().__init__(graph, **options)
+    def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
+        super().__init__(graph, settings, **options)
         self.amg: AMGPreconditioner | None = None
         self.harmonic: HarmonicSolver | None = None
         self._connected: bool | None = None
@@ -126,10 +127,10 @@ class FastGE(GraphMethod):
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
 
-    def prepare_next(self, cancel: CancelLike = None) -> None:
+    def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit, after this one's answer (:meth:`HarmonicSolver.prepare`)."""
         if self.harmonic is not None:
-            self.harmonic.prepare(CancelToken.of(cancel))
+            self.harmonic.prepare(cancel)
 
     def prepares_alongside(self) -> bool:
         """Whether the next edit's solve may run while :meth:`prepare` still does."""
@@ -139,8 +140,8 @@ class FastGE(GraphMethod):
         """Whether the next edit is answered from a factor (a fraction of a cold solve)."""
         h = self.harmonic
         return (h is not None and h.direct is not None and h.direct.base is not None
-                and self.options["linear_solver"] != "iterative"
-                and self.options["eigensolver"] == "harmonic")
+                and self.settings["linear_solver"] != "iterative"
+                and self.settings["eigensolver"] == "harmonic")
 
     def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
                         cancel: CancelToken) -> None:
@@ -154,7 +155,7 @@ class FastGE(GraphMethod):
         g = self.graph
         t = time.perf_counter()
         self.amg = amg_preconditioner(g.laplacian, g.degrees, must_link=ml_sparse,
-                                      theta=self.options["amg_theta"], cancel=cancel)
+                                      theta=self.settings["amg_theta"], cancel=cancel)
         timings["amg_setup"] = timings.get("amg_setup", 0.0) + time.perf_counter() - t
 
     def _is_connected(self) -> bool:
@@ -178,11 +179,11 @@ class FastGE(GraphMethod):
         """
         n = self.graph.n
         sources = stroke_indicators(self.graph.degrees, cons.sets)
-        if self._X is not None and self.options["warm_start"] is True:
+        if self._X is not None and self.settings["warm_start"] is True:
             # Old vectors first; labels whose strokes changed bring their own source, so the
             # initial subspace already contains the direction the edit pulls towards.
             changed = [a for a, (i, S) in enumerate(zip(cons.label_ids, cons.sets))
-                       if self._stroke_keys.get(i) != _key(S)]
+                       if self._stroke_keys.get(i) != fingerprint(S)]
             extra = self.amg(sources[:, changed], cancel) if changed else np.zeros((n, 0))
             X0 = np.hstack([self._X, extra])
             if X0.shape[1] >= m:
@@ -190,20 +191,18 @@ class FastGE(GraphMethod):
         return self.amg(sources, cancel), False
 
     # -- one edit --------------------------------------------------------------------------
-    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
-                confidence: np.ndarray | None) -> Segmentation:
-        """Segment with the given strokes on the graph built once."""
-        o = self.options
+    def _solve(self, strokes: Strokes, cancel: CancelToken,
+               timings: dict[str, float]) -> Answer:
+        """Eigenpairs and partition for the given strokes on the graph built once."""
+        o = self.settings
         g = self.graph
-        timings: dict[str, float] = {}
         t = time.perf_counter()
-        cons = build_constraints(scribbles, g.degrees, constraint_weight=o["constraint_weight"],
-                                 confidence=confidence)
+        cons = build_constraints(strokes, g.degrees, constraint_weight=o["constraint_weight"])
         timings["constraints"] = time.perf_counter() - t
         pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
         m = n_vectors(o["n_vectors"], cons.k)
-        soft = confidence is not None
-        key, shown = self._recall(cons, confidence)
+        soft = strokes.soft
+        key, shown = self._recall(cons, soft)
         self.amg = None   # LOBPCG's hierarchy: built for these strokes when first needed
         if shown is not None:
             # Undo, redo or the same strokes again: the answer shown then, with its vectors.
@@ -216,25 +215,20 @@ class FastGE(GraphMethod):
             m, (lam, X, diag), (labels, V, agreement) = self._solve_and_round(
                 pencil, cons, m, soft, cancel, timings)
         self.answers.remember(cons, labels, key, m)
-        codes = np.searchsorted(cons.label_ids, labels)   # before the strokes are clamped
+        codes = strokes.codes(labels)   # before the strokes are clamped
         sets, shape = cons.sets, g.shape
         # Computed when first read (0.02–0.16 s at 0.5 MP): an edit's answer does not wait.
         conf = lambda: rounding_confidence(codes, V, sets).reshape(shape)  # noqa: E731
-        clamp_strokes(labels, cons.sets, cons.label_ids)
-        return Segmentation(labels.reshape(g.shape), cons.label_ids,
-                            V.reshape(*g.shape, -1).astype(np.float32), np.asarray(lam), timings,
-                            diag, self.name,
-                            stroke_agreement=dict(zip(cons.label_ids, agreement.tolist())),
-                            confidence=conf)
+        return Answer(labels, V, np.asarray(lam), diag, agreement, conf)
 
-    def _recall(self, cons: Constraints, confidence: np.ndarray | None
+    def _recall(self, cons: Constraints, soft: bool
                 ) -> tuple[bytes | None, tuple[int, np.ndarray] | None]:
         """The key of these strokes in :attr:`answers` and the ``(m, labels)`` shown for them
         before, if any (undo, redo; :mod:`~segapp.methods.answer_memory`). Only with
         ``stable_refinement`` and hard strokes: otherwise the answer is history-free."""
-        if not self.options["stable_refinement"] or confidence is not None:
+        if not self.settings["stable_refinement"] or soft:
             return None, None
-        key = strokes_key(cons, self.options)
+        key = strokes_key(cons, self.settings)
         return key, self.answers.recall(key)
 
     def _solve_and_round(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
@@ -243,7 +237,7 @@ class FastGE(GraphMethod):
         """Eigenpairs and their rounding, with one more vector while the strokes are not given
         back (:func:`needs_one_more_vector`). Returns m, the pairs, and labels, embedding,
         stroke agreement."""
-        o = self.options
+        o = self.settings
         while True:
             pairs = self._solve_pencil(pencil, cons, m, soft, cancel, timings)
             cancel.check()
@@ -261,7 +255,7 @@ class FastGE(GraphMethod):
                       cancel: CancelToken, timings: dict[str, float]) -> Eigenpairs:
         """The m smallest pairs of the pencil by the solver :func:`~segapp.solve.choose_method`
         picks: the harmonic potentials, or LOBPCG (warm-started if asked)."""
-        o = self.options
+        o = self.settings
         problem = EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings=(
             SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
                           cg_tol=o["cg_tol"], linear_solver=o["linear_solver"],
@@ -278,14 +272,14 @@ class FastGE(GraphMethod):
         pairs = solve(problem.starting_from(X0), "lobpcg", cancel, preconditioner=self.amg)
         pairs.diagnostics.warm_start = warm
         self._X = pairs.vectors
-        self._stroke_keys = {i: _key(S) for i, S in zip(cons.label_ids, cons.sets)}
+        self._stroke_keys = dict(zip(cons.label_ids, cons.strokes.keys()))
         timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
         return pairs
 
     def _harmonic_pairs(self, problem: EigenProblem, cancel: CancelToken,
                         timings: dict[str, float]) -> Eigenpairs:
         """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.solve.harmonic`)."""
-        o = self.options
+        o = self.settings
         if self.harmonic is None or self.harmonic.theta != o["amg_theta"]:
             g = self.graph
             grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
@@ -310,8 +304,3 @@ def needs_one_more_vector(agreement: np.ndarray, m: int, k: int) -> bool:
     then tells them apart. At most k.
     """
     return bool(agreement.min() < STROKE_AGREEMENT) and m < k
-
-
-def _key(S: np.ndarray) -> bytes:
-    """Fingerprint of a stroke pixel set (to tell which labels an edit changed)."""
-    return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()

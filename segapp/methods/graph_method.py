@@ -1,27 +1,24 @@
-"""Construction shared by the methods that work on a weighted graph (FAST-GE, normalized cut, CCSKL).
+"""The graph family of :class:`segapp.methods.base.Method` (FAST-GE, normalized cut, CCSKL).
 
 An image becomes the pixel graph of :func:`segapp.graphs.image.image_graph` (the options in
 :data:`GRAPH_OPTIONS` shape it); any other data comes as a symmetric adjacency matrix
-(:func:`segapp.graphs.weighted.graph_from_adjacency`). The graph is built once per data set; the method
-object then answers every edit of the strokes.
+(:func:`segapp.graphs.weighted.graph_from_adjacency`). The graph is built once per data set;
+the method object then answers every edit of the strokes.
 """
 
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
-from ..cancel import CancelLike, CancelToken
 from ..errors import InvalidInputError
 from ..graphs import Graph, graph_from_adjacency, image_graph
 from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR
-from ..options import HasOptions, Option, resolve
-from ..result import Segmentation
+from ..options import Option, Settings
+from .base import Method
 
 #: Options that shape the image graph (:func:`segapp.graphs.image.image_graph`); every graph method
 #: has them. Bounds: radius ≤ 4 (48 neighbours). Larger radii cost memory (radius 100 took
@@ -48,33 +45,23 @@ GRAPH_OPTIONS: tuple[Option, ...] = (
 GRAPH_OPTION_NAMES = frozenset(o.name for o in GRAPH_OPTIONS)
 
 
-class GraphMethod(HasOptions, ABC):
-    """Options, image graph / adjacency construction and set-up timings of a graph method.
+class GraphMethod(Method):
+    """A method on a weighted graph: image graph / adjacency construction, set-up timings.
 
     Subclasses set ``name``, ``description``, ``constrained``, ``options`` (the
     :class:`~segapp.options.Option` declarations, :data:`GRAPH_OPTIONS` first) and implement
-    ``_update(scribbles, cancel, confidence)``, which :meth:`update` calls with the solve
-    options in effect, a :class:`~segapp.cancel.CancelToken` and one BLAS thread.
+    :meth:`Method._solve`.
     """
 
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
-    constrained: ClassVar[bool] = True
     options: ClassVar[tuple[Option, ...]] = GRAPH_OPTIONS
 
     @classmethod
-    def _own_options(cls) -> tuple[Option, ...]:
-        return tuple(o for o in cls.options if o.name not in GRAPH_OPTION_NAMES)
-
-    @classmethod
-    def from_image(cls, image: np.ndarray, **options: Any) -> "GraphMethod":
+    def from_settings(cls, image: np.ndarray, settings: Settings) -> "GraphMethod":
         """Build the image graph (graph options of :func:`segapp.graphs.image.image_graph`), then the method."""
-        resolve(cls.options, options, cls.name)  # every name and value checked before any work
-        graph_opts = {k: options.pop(k) for k in GRAPH_OPTION_NAMES if k in options}
         t = time.perf_counter()
-        graph = image_graph(image, **resolve(GRAPH_OPTIONS, graph_opts, cls.name))
+        graph = image_graph(image, **{o.name: settings[o.name] for o in GRAPH_OPTIONS})
         elapsed = time.perf_counter() - t
-        method = cls(graph, **options)
+        method = cls(graph, settings=settings)
         method.timings = {"graph": elapsed, **method.timings}
         return method
 
@@ -88,51 +75,18 @@ class GraphMethod(HasOptions, ABC):
         if shaping:
             raise InvalidInputError(f"{', '.join(shaping)}: image-graph option(s), not used "
                                     "when the graph is given")
-        resolve(cls._own_options(), options, cls.name)
+        settings = cls.resolve(options)
         t = time.perf_counter()
         g = graph_from_adjacency(graph)
         elapsed = time.perf_counter() - t
-        method = cls(g, **options)
+        method = cls(g, settings=settings)
         method.timings = {"graph": elapsed, **method.timings}
         return method
 
-    def __init__(self, graph: Graph, **options: Any) -> None:
+    def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
+        """On a built graph; ``settings`` already checked (:meth:`Method.resolve`), or
+        ``options`` checked here."""
         self.graph = graph
-        self._set_options(resolve(self._own_options(), options, self.name))
-        self.timings: dict[str, float] = {}
-
-    def update(self, scribbles: np.ndarray, *, cancel: CancelLike = None,
-               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
-        """Segment with the given strokes.
-
-        ``solve_options`` (solve-stage options of ``options``) apply to this solve only;
-        ``cancel`` (a callable returning True, an Event or a
-        :class:`~segapp.cancel.CancelToken`) stops the solve with
-        :class:`~segapp.errors.Cancelled`.
-        """
-        self._use_solve_options(solve_options)
-        # One BLAS thread: the dense work here is tall-skinny (n × m with m ≤ 20), where a
-        # second OpenBLAS thread only adds synchronisation; measured at 250K px on 2 cores,
-        # 2.5 s with one thread vs 5.7 s with two while another process kept a core busy
-        # (and ~25% slower on an idle machine). Sparse products are single-threaded anyway.
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._update(scribbles, CancelToken.of(cancel), confidence)
-
-    @abstractmethod
-    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
-                confidence: np.ndarray | None) -> Segmentation:
-        """One solve with the options in effect (see :meth:`update`)."""
-
-
-def n_vectors(requested: int | None, k: int) -> int:
-    """Eigenvectors for k labels: ``requested`` (the ``n_vectors`` option) or k − 1.
-
-    Fewer than k − 1 vectors cannot separate k labels, and more than k bring in the bulk of
-    the spectrum; anything else is an :class:`~segapp.errors.InvalidInputError`.
-    """
-    if requested is None:
-        return k - 1
-    if not k - 1 <= requested <= k:
-        raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
-                                f"labels); got {requested}")
-    return requested
+        self.shape = graph.shape
+        self.n = graph.n
+        self._settle(type(self).resolve(options) if settings is None else settings)

@@ -1,10 +1,11 @@
-"""What the landmark methods share: options, strokes, the sampled partition, the method shells.
+"""What the landmark methods share: options, the sampled partition, the method shells.
 
-Used by :mod:`segapp.methods.landmark_fastge` (Liu et al. 2017, §3), :mod:`segapp.methods.ensemble`
+The feature family of :class:`segapp.methods.base.Method`, used by
+:mod:`segapp.methods.landmark_fastge` (Liu et al. 2017, §3), :mod:`segapp.methods.ensemble`
 (same paper, §4), :mod:`segapp.methods.scacs` (Li et al. 2015, Algorithm 1) and
-:mod:`segapp.methods.scpc`. The feature vectors are in :mod:`segapp.graphs.features`, the landmark
-graph (landmarks, sparse coding, the orthonormal basis, painted pixels as landmarks) in
-:mod:`segapp.graphs.landmark`; their names are re-exported here.
+:mod:`segapp.methods.scpc`. The feature vectors are in :mod:`segapp.graphs.features`, the
+landmark graph (landmarks, sparse coding, the orthonormal basis, painted pixels as landmarks)
+in :mod:`segapp.graphs.landmark`, the strokes in :mod:`segapp.strokes.reading`.
 
 Partition
 ---------
@@ -17,31 +18,24 @@ chunks — the random-sampling k-means of Liu et al. §3.1.
 
 from __future__ import annotations
 
-import hashlib
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.cluster.vq import vq
-from threadpoolctl import threadpool_limits
 
-from ..strokes.constraints import confidence_weights, stroke_sets
+from ..cancel import NEVER, CancelToken
 from ..errors import InvalidInputError
 from ..graphs.features import CHUNK, ArrayFeatures, Features, ImageFeatures
-from ..cancel import CancelToken
-from ..graphs.landmark import (RANK_TOL, Cancel, LandmarkBasis, SparseCode, StrokeRecoding,
-                              add_stroke_landmarks, check_cancel, pick_stroke_pixels,
-                              select_landmarks, sparse_code)
-from ..options import SEED, HasOptions, Option, resolve
-from ..partition import STROKE_AGREEMENT, anchored_kmeans, clamp_strokes
-from ..result import Segmentation
-
-__all__ = ["CHUNK", "RANK_TOL", "LANDMARK_OPTIONS", "Cancel", "check_cancel", "Features",
-           "ArrayFeatures", "ImageFeatures", "select_landmarks", "SparseCode", "sparse_code",
-           "pick_stroke_pixels", "add_stroke_landmarks", "LandmarkBasis", "StrokeSets",
-           "read_strokes", "partition", "LandmarkDiagnostics", "FeatureMethod", "LandmarkMethod"]
+from ..graphs.landmark import (LandmarkBasis, SparseCode, StrokeRecoding, add_stroke_landmarks,
+                               select_landmarks, sparse_code)
+from ..options import SEED, Option, Settings
+from ..partition import STROKE_AGREEMENT, anchored_kmeans, stroke_agreement
+from ..strokes.reading import Strokes
+from .base import Answer, Method
+from .embedding import normalise_rows
 
 #: Options shared by the landmark methods. Bounds: the p × p eigenproblems cost O(p³) time
 #: and 8p² bytes per matrix (5000 landmarks: 200 MB, tens of seconds); coding on r nearest
@@ -74,55 +68,13 @@ LANDMARK_OPTIONS: tuple[Option, ...] = (
 )
 
 
-# -- constraints ----------------------------------------------------------------------------
-@dataclass
-class StrokeSets:
-    """The strokes of one scribble map: label ids, pixel sets and their weights ``√q``."""
-
-    label_ids: tuple[int, ...]
-    sets: list[np.ndarray]
-    weights: list[np.ndarray]
-
-    @property
-    def k(self) -> int:
-        return len(self.label_ids)
-
-    @property
-    def count(self) -> int:
-        return int(sum(S.size for S in self.sets))
-
-    def agreement(self, labels: np.ndarray) -> dict[int, float]:
-        """Per label id, the share of its stroke pixels that ``labels`` (flat) give that label."""
-        return {i: float(np.mean(labels[S] == i)) for i, S in zip(self.label_ids, self.sets)}
-
-    def kept(self, labels: np.ndarray) -> float:
-        """Share of all stroke pixels that ``labels`` (flat) give their painted label."""
-        return float(np.mean(np.concatenate(
-            [labels[S] == i for i, S in zip(self.label_ids, self.sets)])))
-
-
-def read_strokes(scribbles: np.ndarray, n: int, confidence: np.ndarray | None) -> StrokeSets:
-    """Validate strokes (and optional per-pixel confidence in [0, 1]) as FAST-GE does."""
-    label_ids, sets = stroke_sets(scribbles, n)
-    return StrokeSets(label_ids, sets, confidence_weights(confidence, n, sets))
-
-
-def _fingerprint(S: np.ndarray) -> bytes:
-    return hashlib.blake2b(np.ascontiguousarray(S).tobytes(), digest_size=16).digest()
-
-
 # -- partition ------------------------------------------------------------------------------
-def _normalise_rows(X: np.ndarray) -> np.ndarray:
-    lengths = np.sqrt(np.einsum("ij,ij->i", X, X))
-    return X / np.where(lengths > 0, lengths, 1.0)[:, None]
-
-
 def _identity(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: int,
-              rng: np.random.Generator, cancel: Cancel = None,
+def partition(code: SparseCode, Y: np.ndarray, strokes: Strokes, *, sample: int,
+              rng: np.random.Generator, cancel: CancelToken = NEVER,
               normalise: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Labels (user ids, flat int32) and the embedding ``Ẑ Y`` (n × m float32); module notes.
 
@@ -133,7 +85,7 @@ def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: i
     after reading the agreement). ``code`` is anything with ``n`` and :meth:`SparseCode.apply`.
     """
     n, k = code.n, strokes.k
-    rownorm = _normalise_rows if normalise else _identity
+    rownorm = normalise_rows if normalise else _identity
     free = np.sort(rng.choice(n, size=min(n, sample), replace=False))
     cap = max(1, sample // (4 * k))
     picked = [S if len(S) <= cap else np.sort(rng.choice(S, cap, replace=False))
@@ -146,7 +98,7 @@ def partition(code: SparseCode, Y: np.ndarray, strokes: StrokeSets, *, sample: i
     codes = np.empty(n, np.int64)
     X32 = np.empty((n, Y.shape[1]), np.float32)
     for lo in range(0, n, CHUNK):
-        check_cancel(cancel)
+        cancel.check()
         hi = min(lo + CHUNK, n)
         X = code.apply(Y, lo, hi)
         X32[lo:hi] = X
@@ -172,34 +124,28 @@ class LandmarkDiagnostics:
                 f"sigma={self.sigma:.3g}, strokes kept={self.stroke_agreement:.1%}{more})")
 
 
-class FeatureMethod(HasOptions, ABC):
-    """Construction shared by the methods that work on feature vectors (images or (n, f) data).
+class FeatureMethod(Method):
+    """A method on feature vectors (images or (n, f) data): builds the features.
 
-    ``from_image`` / ``from_data`` build the features and call ``cls(features, shape, **options)``.
+    ``from_image`` / ``from_data`` build the features and call ``cls(features, shape, settings)``.
     """
 
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
-    constrained: ClassVar[bool] = True
     #: Session works at full resolution (no reduced working copy): the point of these methods.
     full_resolution: ClassVar[bool] = True
     options: ClassVar[tuple[Option, ...]] = LANDMARK_OPTIONS
 
     @classmethod
-    def from_image(cls, image: np.ndarray, **options: Any) -> "LandmarkMethod":
-        """Pixels as colour + scaled position feature vectors (see :mod:`segapp.methods.landmark_base`)."""
-        resolved = resolve(cls.options, options, cls.name)
-        cls._check_together(resolved)      # before the features: they are the first work
-        sw = resolved["spatial_weight"]
+    def from_settings(cls, image: np.ndarray, settings: Settings) -> "FeatureMethod":
+        """Pixels as colour + scaled position feature vectors (see :mod:`segapp.graphs.features`)."""
         img = np.asarray(image)
         if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] not in (1, 3)):
             raise InvalidInputError(f"image must be (H, W) or (H, W, 3); got shape {img.shape}")
-        feats = ImageFeatures(img, float(sw))
-        return cls(feats, feats.shape, **options)
+        feats = ImageFeatures(img, float(settings["spatial_weight"]))
+        return cls(feats, feats.shape, settings)
 
     @classmethod
     def from_data(cls, *, graph: Any = None, features: np.ndarray | None = None,
-                  **options: Any) -> "LandmarkMethod":
+                  **options: Any) -> "FeatureMethod":
         """On feature vectors (n, f); a graph alone is not enough for a landmark method."""
         if features is None:
             raise InvalidInputError(
@@ -207,56 +153,27 @@ class FeatureMethod(HasOptions, ABC):
         feats = ArrayFeatures(features)
         return cls(feats, (feats.n,), **options)
 
-    def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
-        self._set_options(resolve(type(self).options, options, self.name))
-        self._validate()
+    def __init__(self, features: Features, shape: tuple[int, ...],
+                 settings: Settings | None = None, **options: Any) -> None:
+        """On built features; ``settings`` already checked (:meth:`Method.resolve`), or
+        ``options`` checked here."""
+        self._settle(type(self).resolve(options) if settings is None else settings)
         self.features = features
         self.shape = tuple(shape)
-        self.timings: dict[str, float] = {}
-
-    @classmethod
-    def _check_together(cls, options: dict[str, Any]) -> None:
-        """Checks of set-up options that involve several of them (override); each option
-        checks itself. Runs before any work."""
-
-    def _validate(self) -> None:
-        """Checks that involve several options (override); each option checks itself."""
-        self._check_together(self.options)
-
-    def update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-               confidence: np.ndarray | None = None, **solve_options: Any) -> Segmentation:
-        """Segment with the given strokes (subclasses implement ``_update``).
-
-        ``solve_options`` (the solve-stage ones of ``options``) apply to this update only.
-
-        On one BLAS thread, as :meth:`segapp.methods.fastge.FastGE.update`: on the 2-core
-        machine with another process busy, a landmark FAST-GE call on the Four-Moons data took
-        31 s with OpenBLAS's default threads and 3.9 s with one (``benchmarks/synthetic.py``).
-        """
-        self._use_solve_options(solve_options)
-        self._validate()
-        # Any cancel-like value (a callable, an Event, a token), as every method takes: the
-        # token is the callable the landmark code polls (issue 24: an Event raised TypeError).
-        token = CancelToken.of(cancel)
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._update(scribbles, cancel=token, confidence=confidence)
-
-    @abstractmethod
-    def _update(self, scribbles: np.ndarray, *, cancel: Cancel,
-                confidence: np.ndarray | None) -> Segmentation:
-        """The method's work for one edit (called on one BLAS thread)."""
+        self.n = features.n
 
 
 class LandmarkMethod(FeatureMethod):
     """Shell shared by the single-graph landmark methods: options, lazily built landmark graph.
 
-    Subclasses set ``name``, ``description``, ``options`` and implement :meth:`_solve`.
+    Subclasses set ``name``, ``description``, ``options`` and implement :meth:`_embed`.
     The landmarks, the coding and the basis are built on the first :meth:`update` (so that
     ``cancel`` covers them too) and reused by every later edit.
     """
 
-    def __init__(self, features: Features, shape: tuple[int, ...], **options: Any) -> None:
-        super().__init__(features, shape, **options)
+    def __init__(self, features: Features, shape: tuple[int, ...],
+                 settings: Settings | None = None, **options: Any) -> None:
+        super().__init__(features, shape, settings, **options)
         self.code: SparseCode | None = None      # the coding of this edit (with its strokes)
         self.basis: LandmarkBasis | None = None
         self._landmarks: np.ndarray | None = None
@@ -266,9 +183,9 @@ class LandmarkMethod(FeatureMethod):
         self._basis_key: tuple | None = None
 
     # -- set-up (once per data set) --------------------------------------------------------
-    def prepare(self, cancel: Cancel = None, seed_offset: int = 0) -> dict[str, float]:
+    def prepare(self, cancel: CancelToken = NEVER, seed_offset: int = 0) -> dict[str, float]:
         """Build landmarks, coding and its Gram matrix if not yet done; the stages' timings."""
-        o = self.options
+        o = self.settings
         timings: dict[str, float] = {}
         rng = np.random.default_rng([o["seed"], seed_offset])
         if self._landmarks is None:
@@ -289,12 +206,12 @@ class LandmarkMethod(FeatureMethod):
         self.timings.update(timings)
         return timings
 
-    def _with_strokes(self, strokes: StrokeSets, timings: dict[str, float],
-                      cancel: Cancel) -> None:
+    def _with_strokes(self, strokes: Strokes, timings: dict[str, float],
+                      cancel: CancelToken) -> None:
         """``self.code`` / ``self.basis`` for these strokes: the base coding with the painted
         pixels added as landmarks (:func:`add_stroke_landmarks`), rebuilt when they change."""
-        cap = self.options["stroke_landmarks"]
-        key = (cap, tuple(strokes.label_ids), tuple(_fingerprint(S) for S in strokes.sets))
+        cap = self.settings["stroke_landmarks"]
+        key = (cap, tuple(strokes.label_ids), strokes.keys())
         if key == self._basis_key and self.basis is not None:
             return
         t = time.perf_counter()
@@ -311,43 +228,40 @@ class LandmarkMethod(FeatureMethod):
         self._basis_key = key
         timings["basis"] = time.perf_counter() - t
 
-    def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-                confidence: np.ndarray | None = None) -> Segmentation:
-        """Segment with the given strokes (the first call also builds the landmark graph)."""
-        strokes = read_strokes(scribbles, self.features.n, confidence)
+    def _solve(self, strokes: Strokes, cancel: CancelToken,
+               timings: dict[str, float]) -> Answer:
+        """Landmark graph for these strokes (the first call also builds the landmarks), then
+        the subclass's eigenproblem and partition (:meth:`_embed`)."""
         setup = self.prepare(cancel)
-        check_cancel(cancel)
+        cancel.check()
         if strokes.k > self._base.p:
             raise InvalidInputError(
                 f"{strokes.k} labels but only {self._base.p} landmarks: k must not exceed the "
                 "number of landmarks (raise n_landmarks)")
-        timings: dict[str, float] = dict(setup)
+        timings.update(setup)
         self._with_strokes(strokes, timings, cancel)
-        labels, vectors, lam, extra = self._solve(strokes, timings, cancel)
-        agreement = strokes.agreement(labels)
+        labels, vectors, lam, extra = self._embed(strokes, timings, cancel)
         diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma,
                                    strokes.kept(labels), extra)
-        clamp_strokes(labels, strokes.sets, strokes.label_ids)
-        return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            vectors.reshape(*self.shape, -1), np.asarray(lam, float), timings,
-                            diag, self.name, stroke_agreement=agreement)
+        return Answer(labels, vectors, np.asarray(lam, float), diag)
 
-    def _partition(self, Y: np.ndarray, strokes: StrokeSets, timings: dict[str, float],
-                   cancel: Cancel) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _partition(self, Y: np.ndarray, strokes: Strokes, timings: dict[str, float],
+                   cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, bool]:
         """Labels and embedding of the basis coefficients ``Y`` (:func:`partition`), and
         whether every label keeps ≥ :data:`~segapp.partition.STROKE_AGREEMENT` of its strokes
         (if not, the subclass tries one more vector, as FAST-GE does)."""
         t = time.perf_counter()
-        rng = np.random.default_rng([self.options["seed"], 1])
+        rng = np.random.default_rng([self.settings["seed"], 1])
         # One vector: a unit-length row is its sign, which cannot tell two labels on the same
         # side of the mean apart; the anchored k-means then splits the values themselves.
-        labels, X = partition(self.basis.code, Y, strokes, sample=self.options["kmeans_sample"],
+        labels, X = partition(self.basis.code, Y, strokes, sample=self.settings["kmeans_sample"],
                               rng=rng, cancel=cancel, normalise=Y.shape[1] > 1)
         timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
-        separated = min(strokes.agreement(labels).values()) >= STROKE_AGREEMENT
+        separated = stroke_agreement(strokes.codes(labels), strokes.sets).min() >= STROKE_AGREEMENT
         return labels, X, separated
 
     @abstractmethod
-    def _solve(self, strokes: StrokeSets, timings: dict[str, float],
-               cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Labels (flat), embedding (n × m), eigenvalues and extra diagnostics for the strokes."""
+    def _embed(self, strokes: Strokes, timings: dict[str, float],
+               cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Labels (flat), embedding (n × m), eigenvalues and extra diagnostics for the strokes
+        (the subclass's eigenproblem and :meth:`_partition`)."""

@@ -7,7 +7,7 @@ Model
 -----
 FAST-GE's problem (Cucuringu et al. 2016, §4.2–4.3, §4.7) ``L_G x = λ L_H x`` with
 ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``, where the data graph ``G_D`` is the landmark graph
-``W = ẐẐᵀ`` of :mod:`segapp.methods.landmark_base` (Liu et al. §2.2, eq. (5)) and the unknowns are restricted
+``W = ẐẐᵀ`` of :mod:`segapp.graphs.landmark` (Liu et al. §2.2, eq. (5)) and the unknowns are restricted
 to ``x = Ẑ y``, ``y ∈ R^p`` (§3.1: "we can let x = Ẑᵀy"; in the paper Ẑ is p × n). The paper's
 eq. (11) ("Problem 3") is lost in the text file; with that substitution the only consistent
 reading is the Rayleigh–Ritz (Galerkin) projection of FAST-GE's pencil onto range(Ẑ)::
@@ -20,7 +20,7 @@ them as the subspace grows (the paper's "asymptotically comparable" claim, §3.2
 
 Degrees and merge weights (§4.7 of FAST-GE)
 -------------------------------------------
-Every degree of the landmark graph is exactly 1 (module notes of :mod:`segapp.methods.landmark_base`), so
+Every degree of the landmark graph is exactly 1 (module notes of :mod:`segapp.graphs.landmark`), so
 ``d_min = d_max = 1`` and the merge weight ``d_i d_j / (d_min d_max)`` of every constraint pair is
 1 (times ``constraint_weight``, and ``√(q_i q_j)`` for soft strokes of confidence q). The demand
 graph is ``K = 11ᵀ/n`` (``K_ij = d_i d_j / vol``), ``L_K = I − 11ᵀ/n``.
@@ -45,7 +45,7 @@ stroke rows alone, O(t r²) for t stroke pixels, no clique formed.
 
 Solving
 -------
-In the orthonormal coordinates ``x = Φz`` of :class:`segapp.methods.landmark_base.LandmarkBasis`,
+In the orthonormal coordinates ``x = Φz`` of :class:`segapp.graphs.landmark.LandmarkBasis`,
 ``A = diag(1 − Λ) + Φᵀ L_ML Φ`` and ``B = (I − eeᵀ/n)/n + Φᵀ L_CL Φ``. The constant vector
 (``z = e/√n``) is in the null space of both; as in FAST-GE (Fig. 2 step 4, and
 :mod:`segapp.solve.pencil`) we solve on its complement ``eᵀz = 0`` (``1ᵀx = dᵀx = 0``), where the
@@ -65,7 +65,7 @@ stroke-free piece gives a vector of eigenvalue ≈ 0 that is constant on all str
 denominator is all demand term — and k − 1 of them left every label's strokes on one point of
 the embedding (photo crops of the property test: labels lost entirely). The embedding takes
 the k − 1 smallest vectors *that the cannot-link term acts on* (:func:`stroke_vectors`), and
-the painted pixels join the landmarks (:func:`segapp.methods.landmark_base.add_stroke_landmarks`, as SC-PC
+the painted pixels join the landmarks (:func:`segapp.graphs.landmark.add_stroke_landmarks`, as SC-PC
 §2.2 makes the constrained points landmarks) so that the subspace can separate two labels'
 strokes a few pixels apart on one colour. Measured with ``python benchmarks/fidelity.py
 --scenes 120`` (the property test's scenes): the invariant held on 113 before, 120 after.
@@ -90,10 +90,13 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from ..cancel import CancelToken
 from ..errors import InvalidInputError
-from .landmark_base import LANDMARK_OPTIONS, Cancel, LandmarkMethod, StrokeSets, check_cancel
 from ..options import Option, pick
+from ..strokes.reading import Strokes
+from .base import n_vectors
 from .fastge import OPTIONS as FASTGE_OPTIONS
+from .landmark_base import LANDMARK_OPTIONS, LandmarkMethod
 
 #: The landmark graph's options and FAST-GE's constraint weight and eigenvector count.
 OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + pick(FASTGE_OPTIONS, "constraint_weight",
@@ -103,7 +106,7 @@ OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + pick(FASTGE_OPTIONS, "constrain
 B_FLOOR = 1e-12
 
 
-def fastge_pencil(basis, strokes: StrokeSets, weight: float) -> tuple[np.ndarray, np.ndarray]:
+def fastge_pencil(basis, strokes: Strokes, weight: float) -> tuple[np.ndarray, np.ndarray]:
     """``(A, B)`` of the projected FAST-GE pencil in basis coordinates (p' × p')."""
     n = basis.code.n
     p = basis.size
@@ -158,34 +161,29 @@ class LandmarkFastGE(LandmarkMethod):
     options = OPTIONS
 
     def _n_vectors(self, k: int) -> int:
-        m = self.options["n_vectors"]
-        if m is None:
-            m = k - 1
-        if not k - 1 <= m <= k:  # fewer than k − 1 vectors cannot separate k labels
-            raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
-                                    f"labels); got {m}")
+        m = n_vectors(self.settings["n_vectors"], k)
         if m > self.basis.size - 1:
             raise InvalidInputError(
                 f"{m} eigenvectors asked but the landmark basis has only {self.basis.size - 1} "
                 "non-constant directions (raise n_landmarks)")
         return m
 
-    def _solve(self, strokes: StrokeSets, timings: dict[str, float],
-               cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        o = self.options
+    def _embed(self, strokes: Strokes, timings: dict[str, float],
+               cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        o = self.settings
         basis = self.basis
         k = strokes.k
         m = self._n_vectors(k)
         t = time.perf_counter()
         A, B = fastge_pencil(basis, strokes, float(o["constraint_weight"]))
         timings["constraints"] = time.perf_counter() - t
-        check_cancel(cancel)
+        cancel.check()
         t = time.perf_counter()
         lam, z, blind = stroke_vectors(A, B, basis, k)
         Y = basis.T @ z
         timings["eigensolver"] = time.perf_counter() - t
         while True:
-            check_cancel(cancel)
+            cancel.check()
             labels, X, separated = self._partition(Y[:, :m], strokes, timings, cancel)
             # As FAST-GE: one more vector when the strokes are not separated (with k − 1 = 1
             # vector, row normalisation leaves only its sign to tell two labels apart).

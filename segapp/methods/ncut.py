@@ -20,14 +20,15 @@ import numpy as np
 from ..solve import EigenProblem, SolveSettings, random_start, solve
 from ..solve.amg import AMGPreconditioner, amg_preconditioner
 from ..cancel import CancelToken
-from ..strokes.constraints import stroke_sets
+from ..strokes.reading import Strokes
 from ..graphs import Graph
-from ..options import KMEANS_RESTARTS, Option, override, pick
-from ..partition import clamp_strokes, embed, kmeans, match_labels, stroke_agreement
+from ..options import KMEANS_RESTARTS, Option, Settings, override, pick
+from ..partition import embed, kmeans, match_labels
 from ..solve.pencil import Pencil
-from ..result import Segmentation
+from .base import Answer
 from .fastge import OPTIONS as FASTGE_OPTIONS
-from .graph_method import GRAPH_OPTIONS, GraphMethod, n_vectors
+from .base import n_vectors
+from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Only what the baseline uses (no constraint or warm-start options). Its multigrid hierarchy
 #: is built once per graph (no strokes in it), so the AMG threshold is a set-up option here.
@@ -51,23 +52,26 @@ class NCut(GraphMethod):
     constrained = False
     options = OPTIONS
 
-    def __init__(self, graph: Graph, **options: Any) -> None:
-        super().__init__(graph, **options)
+    def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
+        super().__init__(graph, settings, **options)
         self.amg: AMGPreconditioner | None = None   # no strokes in it: built on the first edit
         self._X: np.ndarray | None = None           # the last eigenvectors, the next start
 
-    def _update(self, scribbles: np.ndarray, cancel: CancelToken,
-                confidence: np.ndarray | None) -> Segmentation:
-        g, o = self.graph, self.options
-        label_ids, sets = stroke_sets(scribbles, g.n)
-        k = len(label_ids)
+    def _read_strokes(self, scribbles: np.ndarray, confidence: np.ndarray | None) -> Strokes:
+        """The strokes only name the clusters: a confidence changes nothing (not read)."""
+        return super()._read_strokes(scribbles, None)
+
+    def _solve(self, strokes: Strokes, cancel: CancelToken,
+               timings: dict[str, float]) -> Answer:
+        g, o = self.graph, self.settings
+        label_ids, sets = strokes.label_ids, strokes.sets
+        k = strokes.k
         # k − 1 non-trivial vectors carry k clusters (the constant is projected out); a k-th
         # from the bulk of the spectrum scrambles the embedding (84.7% vs ≥ 98% on a test image).
         m = n_vectors(o["n_vectors"], k)
         t = time.perf_counter()
         pencil = Pencil(g.laplacian, g.degrees)
         rng = np.random.default_rng(o["seed"])
-        timings: dict[str, float] = {}
         if self.amg is None:  # no strokes in the graph: one hierarchy serves every edit
             self.amg = amg_preconditioner(g.laplacian, g.degrees, theta=o["amg_theta"],
                                           cancel=cancel)
@@ -88,11 +92,7 @@ class NCut(GraphMethod):
         timings["partition"] = time.perf_counter() - t
         # Unconstrained by design: the strokes did not shape the clusters. As every method,
         # the result says how many painted pixels the clustering gave their label (measured
-        # here, before they are set to it) and which labels it could not place; then the
-        # painted pixels keep their label, as in every other method (issue 23: with 12–50
-        # labels or overlapping strokes, 2–12 per label were silently relabelled).
-        agreement = stroke_agreement(np.searchsorted(label_ids, labels), sets)
-        clamp_strokes(labels, sets, label_ids)
-        return Segmentation(labels.reshape(g.shape), label_ids,
-                            V.reshape(*g.shape, -1).astype(np.float32), lam, timings, diag,
-                            self.name, stroke_agreement=dict(zip(label_ids, agreement.tolist())))
+        # before they are set to it) and which labels it could not place; then the painted
+        # pixels keep their label, as in every other method (issue 23: with 12–50 labels or
+        # overlapping strokes, 2–12 per label were silently relabelled).
+        return Answer(labels, V, lam, diag)

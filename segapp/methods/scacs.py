@@ -5,7 +5,7 @@ Li, Xia, Shan, Liu, "Scalable Constrained Spectral Clustering", IEEE TKDE 27(2),
 Model (§2.1, §3)
 ----------------
 Constrained normalized cuts (Wang & Davidson's FCSC, eq. (1)/(4)): minimise ``vᵀ L v`` subject
-to ``vᵀ Q̄ v ≥ α``, ``vᵀv = 1``, ``v ⊥ 1``, with the landmark graph of :mod:`segapp.methods.landmark_base`
+to ``vᵀ Q̄ v ≥ α``, ``vᵀv = 1``, ``v ⊥ 1``, with the landmark graph of :mod:`segapp.graphs.landmark`
 (``L = I − ẐẐᵀ``: its degrees are all 1, so ``Q̄ = D^{-1/2} Q D^{-1/2} = Q``) and the constraint
 matrix of eq. (20): ``Q_ij = 1`` for two stroke pixels of the same label (including ``i = j``),
 ``−1`` for different labels, 0 otherwise. For soft strokes (confidence q) the entries are
@@ -41,7 +41,7 @@ Because ``2I − 11ᵀ`` has k − 1 positive eigenvalues, ``Q̂`` has at most k
 
 Algorithm 1, and the readings chosen
 ------------------------------------
-In the orthonormal coordinates ``u = T z`` of :class:`segapp.methods.landmark_base.LandmarkBasis`
+In the orthonormal coordinates ``u = T z`` of :class:`segapp.graphs.landmark.LandmarkBasis`
 (``Ŝ → I``, ``A → diag(Λ − Λ²)/Λ = I − Λ``, ``Q̂ → Φᵀ Q Φ``):
 
 - steps 2–4: landmarks, Ẑ, Ŝ, Q̂ (shared machinery; landmarks chosen as the ``landmark_selection``
@@ -122,10 +122,12 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..errors import InvalidInputError
-from .landmark_base import (LANDMARK_OPTIONS, Cancel, LandmarkBasis, LandmarkMethod, StrokeSets,
-                         check_cancel)
+from ..cancel import CancelToken
+from ..graphs.landmark import LandmarkBasis
 from ..options import Option
-from ..partition import STROKE_AGREEMENT
+from ..partition import STROKE_AGREEMENT, stroke_agreement
+from ..strokes.reading import Strokes
+from .landmark_base import LANDMARK_OPTIONS, LandmarkMethod
 
 OPTIONS: tuple[Option, ...] = LANDMARK_OPTIONS + (
     Option("beta0", float, 0.1, "constraint strength β = β₀ γ_{k−1} (§5.3's constant)", "solve",
@@ -143,7 +145,7 @@ A_EPS = 1e-10
 MUST_LINK_LADDER = (4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0)
 
 
-def must_link_laplacian(basis: LandmarkBasis, strokes: StrokeSets) -> np.ndarray:
+def must_link_laplacian(basis: LandmarkBasis, strokes: Strokes) -> np.ndarray:
     """``Φᵀ L_ML Φ``: the must-link cliques of every label's strokes in basis coordinates.
 
     ``vᵀ L_ML v = Σ_a ½ Σ_{i,j ∈ S_a} u_i u_j (v_i − v_j)² = Σ_a (Σ_{S_a} u)(Σ_{S_a} u v²) −
@@ -168,9 +170,9 @@ class SCACS(LandmarkMethod):
     constrained = True
     options = OPTIONS
 
-    def _solve(self, strokes: StrokeSets, timings: dict[str, float],
-               cancel: Cancel) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        o = self.options
+    def _embed(self, strokes: Strokes, timings: dict[str, float],
+               cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        o = self.settings
         basis = self.basis
         n, k = basis.code.n, strokes.k
         t = time.perf_counter()
@@ -204,7 +206,7 @@ class SCACS(LandmarkMethod):
         CQ = GN @ qk @ GN.T                                            # (HN)ᵀ Q̂ (HN)
         NN = HN.T @ HN
         timings["constraints"] = time.perf_counter() - t
-        check_cancel(cancel)
+        cancel.check()
 
         t_eig = time.perf_counter()
         timings["partition"] = 0.0
@@ -237,9 +239,9 @@ class SCACS(LandmarkMethod):
             V = Z[:, sel]
             VAV = (V.T * a_diag) @ V
             Y = basis.T @ (V @ (np.eye(m) - VAV))                      # step 11 (coefficients)
-            check_cancel(cancel)
+            cancel.check()
             labels, X, _ = self._partition(Y, strokes, timings, cancel)
-            worst = min(strokes.agreement(labels).values())
+            worst = stroke_agreement(strokes.codes(labels), strokes.sets).min()
             if best is None or worst > best[0]:
                 best = (worst, labels, X, 1.0 / mu[pos][sel],
                         {"beta": float(beta0 * gamma[k - 2]), "beta0": float(beta0),

@@ -5,7 +5,7 @@ Management / Expert Systems with Applications, 2015 (paper 003 in ``../shared/pa
 
 Model (§2.1–2.3)
 ----------------
-Landmark spectral clustering (Chen & Cai's LSC, the coding of :mod:`segapp.methods.landmark_base`) whose
+Landmark spectral clustering (Chen & Cai's LSC, the coding of :mod:`segapp.graphs.landmark`) whose
 landmarks are the *constrained points themselves*, with the constraints injected into the
 point–landmark affinity ``Ẑ`` before its SVD:
 
@@ -66,14 +66,14 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from ..cancel import NEVER, CancelToken
 from ..errors import InvalidInputError
 from ..graphs.features import CHUNK
-from ..graphs.landmark import Cancel, SparseCode, check_cancel, sparse_code
-from .landmark_base import (LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics, StrokeSets,
-                         partition, read_strokes)
+from ..graphs.landmark import SparseCode, sparse_code
 from ..options import Option, override, without
-from ..partition import clamp_strokes
-from ..result import Segmentation
+from ..strokes.reading import Strokes
+from .base import Answer
+from .landmark_base import LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics, partition
 
 #: Landmarks are the stroke pixels and the coding is redone for every edit, so only the image
 #: features (spatial_weight) are set up once.
@@ -90,7 +90,7 @@ OPTIONS: tuple[Option, ...] = override(
 )
 
 
-def choose_landmarks(strokes: StrokeSets, cap: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def choose_landmarks(strokes: Strokes, cap: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """At most ``cap`` stroke pixels, in proportion to each label's share (≥ 1 per label).
 
     Returns the point indices (sorted within each label) and their component (label position).
@@ -121,7 +121,7 @@ class ConstrainedCode:
     """``Ẑ`` of SC-PC: the Nadaraya–Watson code with some rows replaced (eqs. (3), (6)).
 
     ``rows`` (sorted) are the replaced rows and ``Zr`` (|rows| × p, CSR) their new values; it
-    offers the :meth:`segapp.methods.landmark_base.SparseCode.apply` interface used by ``partition``.
+    offers the :meth:`segapp.graphs.landmark.SparseCode.apply` interface used by ``partition``.
     """
 
     code: SparseCode
@@ -132,7 +132,7 @@ class ConstrainedCode:
     def n(self) -> int:
         return self.code.n
 
-    def gram(self, cancel: Cancel = None) -> np.ndarray:
+    def gram(self, cancel: CancelToken = NEVER) -> np.ndarray:
         """``ẐᵀẐ`` (p × p): the code's Gram matrix with the replaced rows swapped."""
         S = self.code.gram(cancel)
         if self.rows.size:
@@ -183,7 +183,7 @@ def landmark_neighbours(code: SparseCode, exclude: np.ndarray,
 
 
 def constrained_code(code: SparseCode, comp: np.ndarray,
-                     strokes: StrokeSets, n_neighbours: int) -> tuple[ConstrainedCode, int]:
+                     strokes: Strokes, n_neighbours: int) -> tuple[ConstrainedCode, int]:
     """Eqs. (3)–(6) on the code of the n points over the landmarks (``comp``: their component).
 
     Returns the modified ``Ẑ`` and the number of propagated (non-stroke) points.
@@ -238,13 +238,15 @@ class SCPC(FeatureMethod):
     constrained = True
     options = OPTIONS
 
-    def _update(self, scribbles: np.ndarray, *, cancel: Cancel = None,
-                confidence: np.ndarray | None = None) -> Segmentation:
+    def _read_strokes(self, scribbles: np.ndarray, confidence: np.ndarray | None) -> Strokes:
+        """No constraint weights in the paper: a confidence is not read (module notes)."""
+        return super()._read_strokes(scribbles, None)
+
+    def _solve(self, strokes: Strokes, cancel: CancelToken,
+               timings: dict[str, float]) -> Answer:
         """Landmarks, coding, constraint injection, SVD and k-means for the given strokes."""
-        o = self.options
-        strokes = read_strokes(scribbles, self.features.n, None)
+        o = self.settings
         k = strokes.k
-        timings: dict[str, float] = {}
         rng = np.random.default_rng([o["seed"], 2])
         t = time.perf_counter()
         points, comp = choose_landmarks(strokes, o["n_landmarks"], rng)
@@ -256,11 +258,11 @@ class SCPC(FeatureMethod):
             raise InvalidInputError("some stroke pixels are not close to any point; "
                                     "use a larger sigma")
         timings["coding"] = time.perf_counter() - t
-        check_cancel(cancel)
+        cancel.check()
         t = time.perf_counter()
         zhat, propagated = constrained_code(code, comp, strokes, o["n_neighbours"])
         timings["constraints"] = time.perf_counter() - t
-        check_cancel(cancel)
+        cancel.check()
         t = time.perf_counter()
         gram = zhat.gram(cancel)
         p = gram.shape[0]
@@ -272,15 +274,11 @@ class SCPC(FeatureMethod):
                                     "cannot be told apart; draw them elsewhere")
         Y = A[:, top] / sv                                    # B = Ẑ A Σ^{-1}
         timings["eigensolver"] = time.perf_counter() - t
-        check_cancel(cancel)
+        cancel.check()
         t = time.perf_counter()
         labels, B = partition(zhat, Y, strokes, sample=o["kmeans_sample"],
                               rng=rng, cancel=cancel)
         timings["partition"] = time.perf_counter() - t
-        agreement = strokes.agreement(labels)
         diag = LandmarkDiagnostics(code.p, k, code.sigma, strokes.kept(labels),
                                    {"components": k, "propagated": propagated})
-        clamp_strokes(labels, strokes.sets, strokes.label_ids)
-        return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            B.reshape(*self.shape, -1), sv, timings, diag, self.name,
-                            stroke_agreement=agreement)
+        return Answer(labels, B, sv, diag)

@@ -24,7 +24,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
-from ctypes import POINTER, c_double, c_int, c_size_t, c_void_p
+from ctypes import POINTER, c_int, c_size_t, c_void_p
 
 import numpy as np
 
@@ -75,7 +75,7 @@ _load_lock = threading.Lock()
 
 def _load() -> ctypes.CDLL:
     """Open libcholmod (once) and declare the calls used; SolverError if it cannot be used."""
-    global _lib, _load_error
+    global _load_error
     with _load_lock:
         if _lib is not None:
             return _lib

@@ -41,13 +41,13 @@ unchanged stroke keeps its edges from one edit to the next.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
+from .reading import Strokes, fingerprint, read_strokes
 
 #: Percentile of the degrees used as d_min (robust to a few isolated pixels).
 DMIN_PERCENTILE = 1.0
@@ -94,10 +94,9 @@ class Constraints:
 
     Attributes
     ----------
-    label_ids : tuple of int
-        The user's label ids present, sorted; column ``a`` of ``U`` belongs to ``label_ids[a]``.
-    sets : list of ndarray
-        Flat pixel indices of each label's strokes.
+    strokes : Strokes
+        The strokes they come from (:func:`segapp.strokes.reading.read_strokes`); column ``a``
+        of ``U`` belongs to ``strokes.label_ids[a]``.
     ml, cl : LowRankLaplacian
         Exact Laplacians of the merged ML and CL cliques (weights of §4.7).
     scale : float
@@ -106,16 +105,25 @@ class Constraints:
         ``√q ∘ d`` on the stroke pixels (the factor of the rank-one weights), length n.
     """
 
-    label_ids: tuple[int, ...]
-    sets: list[np.ndarray]
+    strokes: Strokes
     ml: LowRankLaplacian
     cl: LowRankLaplacian
     scale: float
     weights: np.ndarray
 
     @property
+    def label_ids(self) -> tuple[int, ...]:
+        """The user's label ids present, sorted."""
+        return self.strokes.label_ids
+
+    @property
+    def sets(self) -> list[np.ndarray]:
+        """Flat pixel indices of each label's strokes."""
+        return self.strokes.sets
+
+    @property
     def k(self) -> int:
-        return len(self.label_ids)
+        return self.strokes.k
 
 
 def stroke_indicators(degrees: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
@@ -131,56 +139,13 @@ def stroke_indicators(degrees: np.ndarray, sets: list[np.ndarray]) -> np.ndarray
     return u
 
 
-def confidence_weights(confidence: np.ndarray | None, n: int,
-                       sets: list[np.ndarray]) -> list[np.ndarray]:
-    """Each label's stroke-pixel weights ``√q`` from a per-pixel confidence q in [0, 1].
-
-    A clique edge between painted pixels i and j then weighs ``√q_i √q_j`` times its full
-    weight (soft constraints); without a confidence every weight is 1.
-    """
-    if confidence is None:
-        return [np.ones(S.size) for S in sets]
-    q = np.asarray(confidence, dtype=np.float64).ravel()
-    if q.size != n:
-        raise InvalidInputError("confidence must have the image's shape")
-    if np.any(~np.isfinite(q)) or np.any(q < 0) or np.any(q > 1):
-        raise InvalidInputError("confidence values must lie in [0, 1]")
-    return [np.sqrt(q[S]) for S in sets]
-
-
-def stroke_sets(scribbles: np.ndarray, n: int) -> tuple[tuple[int, ...], list[np.ndarray]]:
-    """Validate a scribble label map and return its label ids and per-label flat pixel indices."""
-    s = np.asarray(scribbles)
-    if s.size != n:
-        raise InvalidInputError(f"scribbles have {s.size} pixels but the image has {n}")
-    if not np.issubdtype(s.dtype, np.integer):
-        if not np.all(np.isfinite(s)) or np.any(s != np.round(s)):
-            raise InvalidInputError("scribbles must hold integer label ids (0 = unlabelled)")
-        s = s.astype(np.int64)
-    flat = s.ravel()
-    if np.any(flat < 0):
-        raise InvalidInputError("scribbles must not hold negative values (0 = unlabelled)")
-    order = np.argsort(flat, kind="stable")
-    ids, starts = np.unique(flat[order], return_index=True)
-    bounds = list(starts[1:]) + [flat.size]
-    sets = {int(i): np.sort(order[a:b]) for i, a, b in zip(ids, starts, bounds) if i != 0}
-    if not sets:
-        raise InvalidInputError("no strokes: paint at least two labels")
-    if len(sets) < 2:
-        only = next(iter(sets))
-        raise InvalidInputError(
-            f"only label {only} has strokes: at least two different labels are needed")
-    label_ids = tuple(sorted(sets))
-    return label_ids, [sets[i] for i in label_ids]
-
-
 def robust_dmin(degrees: np.ndarray) -> float:
     """``d_min`` of §4.7 taken as a low percentile of the degrees (see module notes)."""
     return float(max(np.percentile(degrees, DMIN_PERCENTILE), degrees.min(), 1e-12))
 
 
 def build_constraints(
-    scribbles: np.ndarray,
+    strokes: Strokes | np.ndarray,
     degrees: np.ndarray,
     *,
     constraint_weight: float = 1.0,
@@ -190,23 +155,27 @@ def build_constraints(
 
     Parameters
     ----------
-    scribbles : ndarray of int, (H, W)
-        0 = unlabelled, otherwise the user's label id.
+    strokes : Strokes or ndarray of int, (H, W)
+        The strokes read (:func:`segapp.strokes.reading.read_strokes`), or a scribble map
+        (0 = unlabelled, otherwise the user's label id) read here with ``confidence``.
     degrees : ndarray, (n,)
         Degrees of the data graph G_D.
     constraint_weight : float
         Multiplies every constraint weight (1 = the paper's heuristic).
     confidence : ndarray, (H, W), optional
-        Per-pixel confidence in (0, 1] of the strokes (soft constraints); default 1.
+        Per-pixel confidence in (0, 1] of a scribble map's strokes (soft constraints);
+        default 1. Read :class:`Strokes` carry theirs.
     """
     if not (np.isfinite(constraint_weight) and constraint_weight > 0):
         raise InvalidInputError(
             f"constraint_weight must be a positive number, got {constraint_weight!r}")
     n = degrees.shape[0]
-    label_ids, sets = stroke_sets(scribbles, n)
+    if not isinstance(strokes, Strokes):
+        strokes = read_strokes(strokes, n, confidence)
+    sets = strokes.sets
     scale = constraint_weight / (robust_dmin(degrees) * float(degrees.max()))
     u = np.zeros(n)
-    for S, w in zip(sets, confidence_weights(confidence, n, sets)):
+    for S, w in zip(sets, strokes.weights):
         u[S] = degrees[S] * w
     k = len(sets)
     rows = np.concatenate(sets)
@@ -222,13 +191,12 @@ def build_constraints(
         cl_diag[S] = scale * u[S] * (s - sa)
     ml = LowRankLaplacian(ml_diag, U, -scale * np.eye(k))
     cl = LowRankLaplacian(cl_diag, U, -scale * (np.ones((k, k)) - np.eye(k)))
-    return Constraints(label_ids, sets, ml, cl, scale, u)
+    return Constraints(strokes, ml, cl, scale, u)
 
 
 def _seed_of(S: np.ndarray) -> int:
     """A seed derived from the pixel set, so an unchanged stroke keeps its random edges."""
-    return int.from_bytes(hashlib.blake2b(np.ascontiguousarray(S).tobytes(),
-                                          digest_size=8).digest(), "little")
+    return int.from_bytes(fingerprint(S, digest_size=8), "little")
 
 
 def sparsify(constraints: Constraints, n: int, cycles: int = 4) -> sp.csr_matrix:

@@ -10,7 +10,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 import segapp
-from segapp.methods import landmark_base as lm
+from segapp.graphs import landmark as lm
+from segapp.graphs.features import ArrayFeatures, ImageFeatures
+from segapp.strokes.reading import Strokes
 from segapp.strokes.constraints import build_constraints
 from segapp.errors import Cancelled, InvalidInputError
 from segapp.methods import REGISTRY, get
@@ -36,7 +38,7 @@ def dense_zhat(code: lm.SparseCode) -> np.ndarray:
 def small_code(seed: int = 0, n: int = 150, p: int = 25, r: int = 4):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
-    feats = lm.ArrayFeatures(X)
+    feats = ArrayFeatures(X)
     L = lm.select_landmarks(feats, p, method="random", rng=rng)
     return X, lm.sparse_code(feats, L, r)
 
@@ -78,13 +80,13 @@ def test_landmark_graph_degrees_gram_and_basis():
 def test_image_features_rule():
     rng = np.random.default_rng(0)
     img = rng.random((30, 40, 3)).astype(np.float32)
-    f = lm.ImageFeatures(img, spatial_weight=2.0)
+    f = ImageFeatures(img, spatial_weight=2.0)
     F = f.rows(np.arange(f.n))
     assert F.shape == (1200, 5)
     assert F[:, :3].var(0).sum() == pytest.approx(1.0, rel=1e-3)     # colour: unit variance
     assert F[:, 3:].var(0).sum() == pytest.approx(4.0, rel=1e-3)     # position: ω²
     np.testing.assert_allclose(f.chunk(100, 130), F[100:130])
-    assert lm.ImageFeatures(img[:, :, 0]).dim == 3
+    assert ImageFeatures(img[:, :, 0]).dim == 3
 
 
 def test_landmark_pencil_is_the_projection_of_fastge():
@@ -195,7 +197,7 @@ def test_scacs_must_link_laplacian_against_pair_loop():
             for j, uj in zip(S, u):
                 d = Phi[i] - Phi[j]
                 ref += 0.5 * ui * uj * np.outer(d, d)
-    got = must_link_laplacian(basis, lm.StrokeSets((1, 2, 3), sets, weights))
+    got = must_link_laplacian(basis, Strokes((1, 2, 3), sets, weights))
     np.testing.assert_allclose(got, ref, atol=1e-8 * np.abs(ref).max())
 
 

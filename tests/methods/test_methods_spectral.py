@@ -12,7 +12,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 import segapp
-from segapp.methods import landmark_base as lm
+from segapp.graphs.features import ArrayFeatures
+from segapp.graphs.landmark import sparse_code
+from segapp.strokes.reading import read_strokes
 from segapp.errors import Cancelled, InvalidInputError
 from segapp.graphs.image import image_graph
 from segapp.methods import REGISTRY, get, option_names
@@ -137,8 +139,7 @@ def test_ordered_qp_on_a_real_kernel_problem_against_brute_force():
     img, truth, s = noisy_image()
     g = image_graph(img)
     spec = cc.smoothest_eigenvectors(g, 5)
-    from segapp.strokes.constraints import stroke_sets
-    _, sets = stroke_sets(s, g.n)
+    sets = read_strokes(s, g.n).sets
     A, b = cc.kernel_qp(spec.F, sets)
     z = cc.solve_ordered_qp(A, b)
     z0, v0 = brute_force_ordered_qp(A, b)
@@ -171,8 +172,7 @@ def test_stroke_potentials_against_a_direct_solve():
     """Y_a = 1 on label a's strokes, 0 on the others, harmonic (L Y_a = 0) everywhere else."""
     img, truth, s = noisy_image()
     g = image_graph(img[:30, :40])
-    from segapp.strokes.constraints import stroke_sets
-    _, sets = stroke_sets(s[:30, :40], g.n)
+    sets = read_strokes(s[:30, :40], g.n).sets
     Y = cc.stroke_potentials(g, sets)
     fixed = np.zeros(g.n, bool)
     fixed[np.concatenate(sets)] = True
@@ -193,8 +193,7 @@ def test_must_link_basis():
     span, ordered Ritz values fᵀL̄f."""
     img, truth, s = noisy_image()
     g = image_graph(img[:30, :40])
-    from segapp.strokes.constraints import stroke_sets
-    _, sets = stroke_sets(s[:30, :40], g.n)
+    sets = read_strokes(s[:30, :40], g.n).sets
     F = cc.smoothest_eigenvectors(g, 8).F
     Y = cc.stroke_potentials(g, sets)
     B, theta = cc.must_link_basis(g, F, Y, sets)
@@ -272,10 +271,10 @@ def test_constrained_code_matches_a_dense_construction():
     rng = np.random.default_rng(3)
     X, truth, lab = blobs(seed=3, n_per=40, k=3, labelled=4)
     X = X + 1e-6 * rng.standard_normal(X.shape)      # no ties in the neighbour ranking
-    feats = lm.ArrayFeatures(X)
-    strokes = lm.read_strokes(lab, len(X), None)
+    feats = ArrayFeatures(X)
+    strokes = read_strokes(lab, len(X), None)
     points, comp = sc.choose_landmarks(strokes, 1000, rng)
-    code = lm.sparse_code(feats, feats.rows(points), 4)
+    code = sparse_code(feats, feats.rows(points), 4)
     zc, propagated = sc.constrained_code(code, comp, strokes, 3)
     Z = dense_reference_zhat(code, points, comp, strokes.sets, 3)
     dense = zc.apply(np.eye(code.p))
@@ -291,7 +290,7 @@ def test_constrained_code_matches_a_dense_construction():
 def test_choose_landmarks_caps_and_keeps_every_label():
     lab = np.zeros(1000, int)
     lab[:600], lab[600:603] = 1, 2
-    strokes = lm.read_strokes(lab, 1000, None)
+    strokes = read_strokes(lab, 1000, None)
     pts, comp = sc.choose_landmarks(strokes, 50, np.random.default_rng(0))
     assert pts.size <= 50 and set(comp) == {0, 1}
     assert np.all(lab[pts] == comp + 1)

@@ -28,7 +28,7 @@ def test_asking_for_one_method_loads_only_its_modules():
     out = _fresh("import sys, segapp.methods as M; M.options_of('fastge'); "
                  "print(' '.join(sorted(m for m in sys.modules if m.startswith('segapp.methods.'))))")
     assert set(out.split()) == {"segapp.methods.fastge", "segapp.methods.graph_method",
-                                "segapp.methods.answer_memory"}
+                                "segapp.methods.base", "segapp.methods.answer_memory"}
 
 
 def test_registry_order_names_and_classes():

@@ -175,12 +175,15 @@ def test_the_solve_takes_a_token_and_stores_none():
         assert not re.search(r"\.cancel\s*=", text), path.name
 
 
-def test_methods_take_any_cancel_like_value_in_prepare_next():
+def test_preparing_the_next_edit_takes_any_cancel_like_value():
+    """Session.prepare is the public entry of the methods' prepare_next hook (a token)."""
+    import threading
     img = two_regions()
     s = np.zeros(img.shape[:2], int)
     s[3, 2:6], s[20, 20:26], s[3, 20:26] = 1, 2, 3
     for name in ("fastge", "ccskl"):
-        method = methods.get(name).from_image(img)
-        method.update(s)
-        for cancel in (None, lambda: False, CancelToken(lambda: False)):
-            method.prepare_next(cancel)
+        session = segapp.Session(img, method=name)
+        session.background = False
+        session.update(s)
+        for cancel in (None, lambda: False, threading.Event(), CancelToken(lambda: False)):
+            session.prepare(cancel)

@@ -13,7 +13,8 @@ import pytest
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from segapp.strokes.constraints import build_constraints, robust_dmin, sparsify, stroke_sets
+from segapp.strokes.constraints import build_constraints, robust_dmin, sparsify
+from segapp.strokes.reading import fingerprint, read_strokes
 from segapp.errors import InvalidInputError
 from segapp.graphs.image import image_graph
 
@@ -296,16 +297,39 @@ def test_sparsify_keeps_the_edges_of_unchanged_strokes():
 
 
 # -- stroke validation -----------------------------------------------------------------------
-def test_stroke_sets_returns_sorted_ids_and_flat_indices():
+def test_read_strokes_returns_sorted_ids_and_flat_indices():
     s = np.array([[0, 7, 7], [2, 0, 5], [5, 0, 2]])
-    ids, sets = stroke_sets(s, 9)
-    assert ids == (2, 5, 7)
+    strokes = read_strokes(s, 9)
+    ids, sets = strokes.label_ids, strokes.sets
+    assert ids == (2, 5, 7) and strokes.k == 3 and strokes.count == 6 and not strokes.soft
+    assert all(np.array_equal(w, np.ones(2)) for w in strokes.weights)
     np.testing.assert_array_equal(sets[0], [3, 8])
     np.testing.assert_array_equal(sets[1], [5, 6])
     np.testing.assert_array_equal(sets[2], [1, 2])
     # integer-valued floats are accepted as labels
-    ids_f, sets_f = stroke_sets(s.astype(np.float32), 9)
-    assert ids_f == ids and all(np.array_equal(a, b) for a, b in zip(sets_f, sets))
+    floats = read_strokes(s.astype(np.float32), 9)
+    assert floats.label_ids == ids and all(np.array_equal(a, b)
+                                           for a, b in zip(floats.sets, sets))
+
+
+def test_read_strokes_weights_are_the_root_of_the_confidence():
+    s = np.array([0, 1, 1, 2])
+    strokes = read_strokes(s, 4, np.array([1.0, 0.25, 1.0, 0.64]))
+    assert strokes.soft
+    np.testing.assert_allclose(strokes.weights[0], [0.5, 1.0])
+    np.testing.assert_allclose(strokes.weights[1], [0.8])
+    # build_constraints takes the strokes read or reads a map itself, with the same result
+    d = np.arange(1.0, 5.0)
+    a = build_constraints(strokes, d)
+    b = build_constraints(s, d, confidence=np.array([1.0, 0.25, 1.0, 0.64]))
+    np.testing.assert_array_equal(a.ml.toarray(), b.ml.toarray())
+    assert a.strokes is strokes and a.label_ids == (1, 2)
+
+
+def test_fingerprint_tells_stroke_sets_apart():
+    a, b = np.array([1, 2, 3]), np.array([1, 2, 4])
+    assert fingerprint(a) == fingerprint(a.copy()) != fingerprint(b)
+    assert len(fingerprint(a)) == 16 and len(fingerprint(a, digest_size=8)) == 8
 
 
 @pytest.mark.parametrize("scribbles, n, message", [
@@ -317,8 +341,8 @@ def test_stroke_sets_returns_sorted_ids_and_flat_indices():
     pytest.param(np.r_[0, 1, 2], 4, "pixels", id="wrong-size"),
     pytest.param(np.zeros((2, 3), int) + 1, 5, "pixels", id="wrong-size-2d"),
 ])
-def test_stroke_sets_errors(scribbles, n, message):
+def test_read_strokes_errors(scribbles, n, message):
     with pytest.raises(InvalidInputError, match=message):
-        stroke_sets(scribbles, n)
+        read_strokes(scribbles, n)
     with pytest.raises(InvalidInputError):
         build_constraints(scribbles, np.ones(n))
