@@ -8,7 +8,8 @@ one-thread pool, the napari widget keeps one running and one pending.
 
 The Session is rebuilt only when the image, the method or a *set-up* option changes
 (:class:`SessionCache`); *solve* options go to :meth:`segapp.Session.update`, which re-solves
-without rebuilding the graph or the multigrid hierarchy. A preview (a coarse answer of a large
+without rebuilding the graph or the multigrid hierarchy, and after each answer prepares the
+next edit in its own background thread (:meth:`segapp.Session.prepare`). A preview (a coarse answer of a large
 image before the full one) is asked for only where it is cheap next to the full solve
 (:func:`wants_preview`): otherwise each edit would be solved twice and the app be slower than
 the command line (ensemble on the 0.24 MP coffee photo: 19–40 s of preview before 30 s of
