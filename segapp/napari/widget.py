@@ -37,7 +37,7 @@ __all__ = ["SegmentWidget", "RESULT_LAYER", "EIGENVECTOR_LAYER"]
 
 RESULT_LAYER = "segapp result"
 EIGENVECTOR_LAYER = "segapp eigenvector {}"
-#: Pause after the last edit before solving (as the desktop app's worker).
+#: Pause after the last edit before solving (a burst of edits makes one solve).
 DEBOUNCE_MS = 120
 
 
