@@ -20,7 +20,8 @@ from .edits import region_at
 from .qtcompat import emit
 from .renderer import Renderer
 from .state import AppState, Shown
-from .worker import Result, SegmentationWorker
+from ..live import Result
+from .worker import SegmentationWorker
 
 
 class Display(QObject):

@@ -86,7 +86,7 @@ class HeatmapPanel(QWidget):
             self.list.setCurrentRow(index)
 
     def set_result(self, result: object) -> None:
-        """Show the eigenvectors of a worker :class:`~segapp.gui.worker.Result` (None: clear)."""
+        """Show the eigenvectors of a worker :class:`~segapp.live.Result` (None: clear)."""
         self.list.clear()
         seg = getattr(result, "segmentation", None)
         eigenvectors = None if seg is None else np.asarray(seg.eigenvectors)

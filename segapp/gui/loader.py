@@ -33,6 +33,7 @@ from .. import io
 from ..io import render
 from ..strokes.annotation import AnnotationModel, Label
 from ..errors import Cancelled, InvalidInputError, SegappError
+from .document.opening import Loaded
 from .files import SessionData
 from .files import load_session as read_session
 from .qimage import RGBABuffer, label_lut
@@ -69,17 +70,6 @@ def make_view(image: np.ndarray, model: AnnotationModel) -> View:
     strokes = RGBABuffer(*model.shape)
     strokes.paint_labels(model.scribbles, label_lut(model.colors()))
     return View(display_picture(image), strokes)
-
-
-@dataclass
-class Loaded:
-    """An image ready to be installed: everything made off the GUI thread."""
-
-    path: Path
-    image: np.ndarray
-    model: AnnotationModel
-    view: View | None  # None: the canvas makes it (images installed by scripts)
-    counts: np.ndarray | None = None  # pixels per label id (segapp.gui.state.label_counts)
 
 
 def load_image(path: Path, step: Step, *, scribbles: np.ndarray | None = None,

@@ -4,11 +4,13 @@
 - what is shown and edited: :class:`~segapp.gui.state.AppState` (widgets bind to its fields,
   :mod:`segapp.gui.bind`);
 - segmenting and drawing the result: :class:`~segapp.gui.display.Display`;
-- files, undo, export, crash recovery: :class:`~segapp.gui.document.Document`;
+- files, undo, export, crash recovery: :class:`~segapp.gui.document.Document` (Qt-free; it
+  gets the window's dialogs and job runners through :func:`segapp.gui.host.qt_host` and
+  speaks back through events);
 - the actions and their shortcuts: :mod:`segapp.gui.actions`.
 
 Dialogs go through :meth:`MainWindow.ask`, :meth:`MainWindow.choose` and
-:meth:`MainWindow.get_path` so tests can answer them.
+:meth:`MainWindow.get_path` (looked up when asked) so tests can answer them.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .bind import bind
 from .canvas import Canvas
 from .display import Display
 from .document import Document
+from .host import qt_host
 from .heatmap_panel import HeatmapPanel
 from .icons import app_icon, icon
 from .label_panel import LabelPanel
@@ -92,7 +95,11 @@ class MainWindow(QMainWindow):
         self._dock("Eigenvectors", self.heatmap_panel, Qt.DockWidgetArea.RightDockWidgetArea)
 
         self.worker = SegmentationWorker(self, debounce_ms=debounce_ms)
-        self.document = Document(self, state, recovery_dir)
+        self.document = Document(qt_host(self, recovery_dir), state)
+        self.document.info.connect(self.show_info)
+        self.document.error.connect(self.show_error)
+        self.document.settingsLoaded.connect(self.apply_settings)
+        self.document.start_journal()
         self.display = Display(state, self.canvas, self.worker, self.document.edit_later, self)
         self.display.shownChanged.connect(self.segmentationShown)
         self.display.message.connect(self._on_display_message)

@@ -228,7 +228,7 @@ class Shown:
     """A result on display and the request tag (image, stroke set, method, options) it is for."""
 
     tag: Any
-    result: Any  # segapp.gui.worker.Result: the Segmentation and its heat-map colour ranges
+    result: Any  # segapp.live.Result: the Segmentation and its heat-map colour ranges
     cached: bool = False
 
     @property

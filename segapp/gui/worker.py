@@ -1,41 +1,30 @@
-"""Background segmentation: debounced, cancellable solves on a one-thread pool, results cached.
+"""The app's live solves: :class:`segapp.live.LiveEngine` behind Qt signals, debounced.
 
-Every request gets a generation number (ndv-style); submitting a new one sets the cancel flag
-of the running solve, and results of an older generation are dropped on arrival. Each result
-carries the *tag* it was asked for (image, stroke set, method, options), so the window shows
-it only if that is still what is on screen.
+The engine (Qt-free, shared with the napari widget) numbers the requests, cancels the stale
+solve and keeps the Session; this adapter adds what is Qt's: a one-thread pool to run the
+solves on (so they never overlap), a timer that makes one solve of a burst of edits, and
+signals queued to the GUI thread. Each result carries the *tag* it was asked for (image,
+stroke set, method, options), so the window shows it only if that is still what is on screen.
 
-Results are kept in a small LRU cache (:class:`ResultCache`, bounded in bytes) keyed by that
+Finished results are kept in a :class:`segapp.live.ResultCache` (bounded in bytes) by that
 tag: undo and redo come back to a stroke set that was segmented before, and its result is
 shown at once instead of being solved again.
-
-The engine's :class:`segapp.Session` is only used from the worker thread (the pool has one
-thread, so solves never overlap). It is rebuilt only when the image, the method or a *setup*
-option changes; *solve* options go to :meth:`Session.update`, which re-solves without
-rebuilding the graph or the multigrid hierarchy. When the library's ``update`` accepts a
-``preview`` callback (a coarse result of a large image before the full one), previews are
-forwarded to the window as ``previewReady``. A preview is asked for only where it is cheap
-next to the full solve (:func:`wants_preview`): otherwise the app would solve each edit twice
-and be slower than the command line (ensemble on the 0.24 MP coffee photo: 19–40 s of
-preview before 30 s of full solve).
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-import threading
 import time
 import traceback
-from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, Hashable
 
 import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
-from ..io import render
 from ..errors import Cancelled, SegappError
+from ..live import LiveEngine, Result, ResultCache, SolveRequest, make_result
+from ..live.results import CACHE_BYTES
 from .qtcompat import emit
 
 log = logging.getLogger(__name__)
@@ -44,99 +33,6 @@ log = logging.getLogger(__name__)
 #: 40 ms since edits are answered from a factor (issue 21): 120 ms was a fifth of the wait
 #: from a stroke's release to its answer at 0.25 MP (benchmarks/gui.py --parts strokes).
 DEBOUNCE_MS = 40
-#: Results kept for undo/redo: at most this many bytes (labels + eigenvectors), newest kept.
-CACHE_BYTES = 768 * 2**20
-#: A preview only for a working copy of at least this many pixels (5 × the preview's 60K):
-#: below, the full solve comes soon enough and a preview would only delay it.
-PREVIEW_MIN_PIXELS = 300_000
-#: A session whose preview took more than this share of its full solve gets no more previews
-#: (landmark methods: their cost hardly depends on the pixel count).
-PREVIEW_MAX_SHARE = 0.35
-
-
-def split_options(method: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(setup, solve)`` options of ``method`` by their declared stage (:mod:`segapp.options`)."""
-    from ..methods import options_of
-
-    solve = {o.name for o in options_of(method) if o.stage == "solve"}
-    return ({k: v for k, v in options.items() if k not in solve},
-            {k: v for k, v in options.items() if k in solve})
-
-
-@dataclass(frozen=True)
-class SolveRequest:
-    """Everything one solve needs (immutable copies, safe to hand to another thread)."""
-
-    generation: int
-    tag: Hashable
-    image_token: int
-    image: np.ndarray
-    scribbles: np.ndarray
-    method: str
-    options: tuple[tuple[str, Any], ...]
-
-
-@dataclass(frozen=True)
-class Result:
-    """A segmentation with what the window needs to show it without further work."""
-
-    segmentation: Any  # segapp.Segmentation
-    vmax: tuple[float, ...]  # colour range of each eigenvector's heat map (render.robust_vmax)
-    seconds: float
-    preview: bool = False
-    #: labels the method could not place (Segmentation.unplaced_labels: 0.2 s at 12 MP)
-    unplaced: tuple[int, ...] = ()
-
-    @property
-    def nbytes(self) -> int:
-        s = self.segmentation
-        return int(np.asarray(s.labels).nbytes + np.asarray(s.eigenvectors).nbytes)
-
-
-def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Result:
-    """Attach the heat maps' colour ranges and the labels that could not be placed, and bring
-    the eigenvectors to full resolution: what the GUI thread must not compute (worker thread).
-
-    The colour ranges come from the working copy's vectors where there is one: the 99th
-    percentile of a 12 MP vector took 0.6 s each (idle machine), of the 0.5 MP one 0.02 s,
-    and the bilinear enlargement changes it by little."""
-    v = np.asarray(segmentation.eigenvectors)  # a working copy's are interpolated here
-    small = getattr(segmentation, "working_eigenvectors", None)
-    r = v if small is None else np.asarray(small)
-    vmax = tuple(render.robust_vmax(r[..., j]) for j in range(r.shape[-1])) if r.ndim == 3 \
-        else ()
-    return Result(segmentation, vmax, seconds, preview,
-                  tuple(getattr(segmentation, "unplaced_labels", ())))
-
-
-class ResultCache:
-    """Least-recently-used results by tag, at most ``max_bytes`` (the newest is always kept)."""
-
-    def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[Hashable, Result] = OrderedDict()
-
-    def get(self, tag: Hashable) -> Result | None:
-        r = self._items.get(tag)
-        if r is not None:
-            self._items.move_to_end(tag)
-        return r
-
-    def put(self, tag: Hashable, result: Result) -> None:
-        self._items[tag] = result
-        self._items.move_to_end(tag)
-        while len(self._items) > 1 and self.nbytes > self.max_bytes:
-            self._items.popitem(last=False)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(r.nbytes for r in self._items.values())
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        self._items.clear()
 
 
 class _Signals(QObject):
@@ -147,86 +43,37 @@ class _Signals(QObject):
     cancelled = Signal(int, object)  # generation, tag
 
 
-def wants_preview(session: Any, slow: bool) -> bool:
-    """Whether to ask ``session`` for a preview: a large working copy, and a preview that was
-    not ``slow`` (:data:`PREVIEW_MAX_SHARE`) before."""
-    shape = getattr(session, "working_shape", None)
-    return not slow and shape is not None and int(np.prod(shape)) >= PREVIEW_MIN_PIXELS
-
-
-class _SessionCache:
-    """The live Session, rebuilt when the image, method or a setup option changes."""
-
-    def __init__(self) -> None:
-        self.key: tuple | None = None
-        self.session: Any = None
-        self.takes_preview = False
-        self.preview_slow = False  # its last preview cost too much of the full solve
-
-    def get(self, req: SolveRequest, setup: dict[str, Any]) -> Any:
-        key = (req.image_token, req.method, tuple(sorted(setup.items())))
-        if key != self.key:
-            import segapp
-
-            self.session = None  # free the old graph before building the new one
-            self.session = segapp.Session(req.image, method=req.method, **setup)
-            self.key = key
-            self.takes_preview = "preview" in inspect.signature(self.session.update).parameters
-            self.preview_slow = False
-        return self.session
-
-
 class _SolveJob(QRunnable):
-    def __init__(self, req: SolveRequest, cancel: threading.Event, cache: _SessionCache,
-                 signals: _Signals) -> None:
+    def __init__(self, req: SolveRequest, engine: LiveEngine, signals: _Signals) -> None:
         super().__init__()
-        self.req, self.cancel, self.cache, self.signals = req, cancel, cache, signals
+        self.req, self.engine, self.signals = req, engine, signals
         self.setAutoDelete(True)
 
     def run(self) -> None:
-        req = self.req
-        if self.cancel.is_set():  # superseded while queued
-            emit(self.signals.cancelled, req.generation, req.tag)
-            return
-        t = time.perf_counter()
+        req, t = self.req, time.perf_counter()
         try:
-            setup, solve = split_options(req.method, dict(req.options))
-            session = self.cache.get(req, setup)
-            if self.cancel.is_set():
-                raise Cancelled("superseded")
-            previewed: list[float] = []
-            if self.cache.takes_preview and wants_preview(session, self.cache.preview_slow):
-                solve["preview"] = self._preview(t, previewed)
-            seg = session.update(req.scribbles, cancel=self.cancel.is_set, **solve)
-            seconds = time.perf_counter() - t
-            if previewed and previewed[0] > PREVIEW_MAX_SHARE * seconds:
-                self.cache.preview_slow = True
-            result = make_result(seg, seconds)
+            seg = self.engine.solve(req, preview=self._preview(t))
             # what the person waited for: the solve and the result made ready to show
+            result = make_result(seg, 0.0)
             result = replace(result, seconds=time.perf_counter() - t)
         except Cancelled:
             emit(self.signals.cancelled, req.generation, req.tag)
         except SegappError as exc:  # includes InvalidInputError, SolverError
-            self.cache.key = None  # a failed session may hold half-updated state
             emit(self.signals.failed, req.generation, req.tag, str(exc))
         except MemoryError:
-            self.cache.key, self.cache.session = None, None
             emit(self.signals.failed, req.generation, req.tag,
                  "not enough memory to segment this image")
         except Exception as exc:  # a bug: report it in the window, log the traceback
             log.error("segmentation failed:\n%s", traceback.format_exc())
-            self.cache.key = None
             emit(self.signals.failed, req.generation, req.tag,
                  f"internal error ({type(exc).__name__}: {exc})")
         else:
             emit(self.signals.finished, req.generation, req.tag, result)
 
-    def _preview(self, t0: float, took: list[float]) -> Callable[[Any], None]:
+    def _preview(self, t0: float) -> Callable[[Any], None]:
         def forward(seg: Any) -> None:
-            took.append(time.perf_counter() - t0)
-            if not self.cancel.is_set():
-                emit(self.signals.preview, self.req.generation, self.req.tag,
-                     make_result(seg, time.perf_counter() - t0, preview=True))
+            emit(self.signals.preview, self.req.generation, self.req.tag,
+                 make_result(seg, time.perf_counter() - t0, preview=True))
         return forward
 
 
@@ -263,10 +110,8 @@ class SegmentationWorker(QObject):
         self._signals.preview.connect(self._on_preview)
         self._signals.failed.connect(self._on_failed)
         self._signals.cancelled.connect(self._on_cancelled)
-        self._sessions = _SessionCache()
+        self.engine = LiveEngine()
         self.results = ResultCache(cache_bytes)
-        self._generation = 0
-        self._cancel = threading.Event()
         self._pending: dict[str, Any] | None = None
         self._running = 0  # submitted jobs that have not reported back
         self._timer = QTimer(self)
@@ -295,7 +140,7 @@ class SegmentationWorker(QObject):
 
     @property
     def generation(self) -> int:
-        return self._generation
+        return self.engine.generation
 
     @property
     def is_busy(self) -> bool:
@@ -320,7 +165,7 @@ class SegmentationWorker(QObject):
             self.cancel()  # whatever was pending is for another stroke set
             emit(self.resultReady, tag, cached, True)
             return tag
-        self._cancel.set()  # a newer edit cancels the running solve at once
+        self.engine.interrupt()  # a newer edit cancels the running solve at once
         self._pending = {"scribbles": np.array(scribbles, dtype=np.int32, copy=True),
                          "tag": tag, "method": method,
                          "options": tuple(sorted(options.items()))}
@@ -336,8 +181,7 @@ class SegmentationWorker(QObject):
         """Cancel the running solve and drop any pending request."""
         self._timer.stop()
         self._pending = None
-        self._cancel.set()
-        self._generation += 1  # whatever is in flight is stale now
+        self.engine.cancel()  # whatever is in flight is stale now
         if self._running == 0:
             emit(self.busy, False)
 
@@ -349,12 +193,10 @@ class SegmentationWorker(QObject):
         p, self._pending = self._pending, None
         if p is None or self._image is None:
             return
-        self._generation += 1
-        self._cancel = threading.Event()
-        req = SolveRequest(self._generation, p["tag"], self._image_token, self._image,
-                           p["scribbles"], p["method"], p["options"])
+        req = self.engine.request(p["tag"], self._image_token, self._image, p["scribbles"],
+                                  p["method"], p["options"])
         self._running += 1
-        self._pool.start(_SolveJob(req, self._cancel, self._sessions, self._signals))
+        self._pool.start(_SolveJob(req, self.engine, self._signals))
 
     # -- results (GUI thread) --------------------------------------------------------------
     def _job_done(self) -> None:
@@ -366,16 +208,16 @@ class SegmentationWorker(QObject):
         self._job_done()
         if tag[0] == self._image_token:
             self.results.put(tag, result)  # a superseded result may still be undone to
-        if generation == self._generation:  # stale generations are not shown
+        if self.engine.is_current(generation):  # stale generations are not shown
             emit(self.resultReady, tag, result, False)
 
     def _on_preview(self, generation: int, tag: Hashable, result: Result) -> None:
-        if generation == self._generation:
+        if self.engine.is_current(generation):
             emit(self.previewReady, tag, result)
 
     def _on_failed(self, generation: int, tag: Hashable, message: str) -> None:
         self._job_done()
-        if generation == self._generation:
+        if self.engine.is_current(generation):
             emit(self.failed, tag, message)
 
     def _on_cancelled(self, generation: int, tag: Hashable) -> None:

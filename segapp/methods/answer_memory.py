@@ -15,6 +15,16 @@ answer is then a function of the edit history, and two things follow:
   history mattered). The last :data:`REMEMBERED` answers are kept, keyed by the strokes and
   the solve options that can change the answer, zlib-compressed (the coffee sample's
   5-label answer at 240K px: 43×, 0.4 ms).
+
+Why the app keeps :class:`segapp.live.ResultCache` besides this (issue 24 item 6, kept on
+purpose): the two are layers of one undo, not two copies of it. This memory is the method's,
+in every Session (library, command line, napari, app): labels only, and a recalled answer still
+solves its eigenvectors, so it makes undo *exact*, not instant. The app's cache holds finished
+results of every method (landmark methods have no memory here) with heat maps and colour
+ranges, by the window's tag, so undo shows them *at once* without reaching the Session; when it
+has evicted a result (bounded in bytes), the re-solve lands here and gives back the same labels.
+Holding whole Segmentations here instead would keep eigenvectors per answer in every Session
+(12 MP × k float32 each) for a need only the app has.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """segapp as a napari plugin (``pip install 'segapp[napari]'``; npe2 manifest ``napari.yaml``).
 
 Plugins > segapp > Scribble segmentation opens :class:`~segapp.napari.widget.SegmentWidget`
-(the dock widget is Qt, so it lives in ``segapp.gui``, the only package that imports Qt);
-File > Open Sample > segapp adds the ``coffee`` photo with scribbles. This package holds the
-Qt-free request model (:mod:`segapp.napari.model`), the sample data and the manifest; napari
-itself is imported only by the widget, and the rest of segapp stays napari-free.
+(the one module here that imports Qt, through qtpy, and napari); File > Open Sample > segapp
+adds the ``coffee`` photo with scribbles. This package also holds the Qt-free request model
+(:mod:`segapp.napari.model`, on the live-solve engine :mod:`segapp.live` the desktop app
+uses too), the sample data and the manifest; the rest of segapp stays napari-free.
 """
 
 __all__ = ["SegmentWidget"]

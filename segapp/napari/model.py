@@ -1,22 +1,22 @@
 """What the napari widget does, without napari or Qt: image conversion, one solve at a time.
 
-:class:`LiveSegmenter` is the widget's model. Each scribble edit becomes a :class:`Request`
-with a generation number; only one solve runs at a time (a :class:`segapp.Session` is not
-shared between threads), a newer request sets the running one's cancel flag and waits as the
-single pending request, and results of an older generation are not shown. The widget runs
+:class:`LiveSegmenter` is the widget's model, on the live-solve engine the desktop app uses
+too (:mod:`segapp.live`). Each scribble edit becomes a :class:`Request` with a generation
+number; only one solve runs at a time (a :class:`segapp.Session` is not shared between
+threads), a newer request sets the running one's cancel flag and waits as the single pending
+request, and results of an older generation are not shown. The widget runs
 :meth:`LiveSegmenter.solve` in napari's ``thread_worker`` and calls
 :meth:`LiveSegmenter.finished` when the worker ends.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..live import LiveEngine, SolveRequest as Request
 from ..result import Segmentation
 
 __all__ = ["Request", "LiveSegmenter", "as_unit_image"]
@@ -53,29 +53,25 @@ def as_unit_image(data: Any, contrast_limits: tuple[float, float] | None = None,
     return np.clip(scaled, 0, 1).astype(np.float32)
 
 
-@dataclass(frozen=True)
-class Request:
-    """One solve: copies of the inputs (safe to use from the worker thread)."""
-
-    generation: int
-    image_key: tuple
-    image: np.ndarray
-    scribbles: np.ndarray
-    method: str
-    cancel: threading.Event = field(default_factory=threading.Event, compare=False)
-
-
 class LiveSegmenter:
-    """Requests, cancellation and the cached :class:`segapp.Session` of the napari widget."""
+    """The napari widget's requests: one solve running, the newest edit pending.
+
+    Generations, cancellation and the Session are :class:`segapp.live.LiveEngine`'s (as in the
+    desktop app); what is napari's is the queue (``thread_worker`` starts a thread per solve,
+    so the next waits here until the running one ends) and skipping a layer event that did not
+    change the scribbles.
+    """
 
     def __init__(self, method: str = "fastge") -> None:
         self.method = method
-        self.generation = 0
+        self.engine = LiveEngine()
         self.running: Request | None = None
         self.pending: Request | None = None
         self._last: tuple[tuple, str, np.ndarray] | None = None
-        self._session_key: tuple | None = None
-        self._session: Any = None
+
+    @property
+    def generation(self) -> int:
+        return self.engine.generation
 
     def request(self, image: np.ndarray, image_key: tuple,
                 scribbles: np.ndarray, force: bool = False) -> Request | None:
@@ -87,10 +83,8 @@ class LiveSegmenter:
                 and np.array_equal(last[2], scribbles)):
             return None
         self._last = (image_key, self.method, scribbles)
-        self.generation += 1
-        req = Request(self.generation, image_key, image, scribbles, self.method)
+        req = self.engine.request(image_key, image_key, image, scribbles, self.method)
         if self.running is not None:
-            self.running.cancel.set()
             self.pending = req
             return None
         self.running = req
@@ -107,20 +101,13 @@ class LiveSegmenter:
 
     def is_current(self, req: Request) -> bool:
         """Whether ``req`` is the latest edit (an older result must not be shown)."""
-        return req.generation == self.generation
+        return self.engine.is_current(req)
 
     def forget(self) -> None:
         """Drop the cached session and last request (the image or the layers changed)."""
         self._last = None
-        self._session_key = self._session = None
+        self.engine.sessions.drop()
 
     def solve(self, req: Request) -> Segmentation:
         """Run in the worker thread: (re)build the session if needed, then update it."""
-        from ..session import Session
-        key = (req.image_key, req.method)
-        session = self._session
-        if key != self._session_key or session is None:
-            self._session = session = None  # free the old graph first
-            session = Session(req.image, method=req.method)
-            self._session, self._session_key = session, key
-        return session.update(req.scribbles, cancel=req.cancel.is_set)
+        return self.engine.solve(req)

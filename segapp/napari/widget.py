@@ -9,9 +9,10 @@ Labels layer "segapp result" (same label ids, so the same colours as the scribbl
 "Eigenvector layers", each eigenvector into an image layer "segapp eigenvector j".
 
 The widget holds no state of its own beyond the Qt controls: requests, cancellation and the
-cached session live in :class:`segapp.napari.model.LiveSegmenter`. It lives here, in the one
-package that imports Qt (through qtpy, the binding napari uses); ``segapp.napari`` keeps the
-Qt-free model, the sample data and the manifest that points at this class.
+cached session live in :class:`segapp.napari.model.LiveSegmenter`, on the live-solve engine
+the desktop app uses too (:mod:`segapp.live`). It is the one module of ``segapp.napari``
+that imports Qt (through qtpy, the binding napari uses) and napari; the model, the sample
+data and the manifest that points at this class do not.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from qtpy.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLabel, QPushButt
 
 from ..errors import Cancelled, SegappError
 from ..methods import available_methods
-from ..napari.model import LiveSegmenter, Request, as_unit_image
+from .model import LiveSegmenter, Request, as_unit_image
 
 if TYPE_CHECKING:
     import napari
@@ -36,7 +37,7 @@ __all__ = ["SegmentWidget", "RESULT_LAYER", "EIGENVECTOR_LAYER"]
 
 RESULT_LAYER = "segapp result"
 EIGENVECTOR_LAYER = "segapp eigenvector {}"
-#: Pause after the last edit before solving (as the desktop app's worker).
+#: Pause after the last edit before solving (a burst of edits makes one solve).
 DEBOUNCE_MS = 120
 
 

@@ -146,7 +146,7 @@ def test_an_interrupted_export_leaves_no_temporary_file_and_is_reported(
 def test_file_dialogs_start_next_to_the_image_or_in_documents_and_remember(
         qtbot, make_window, image_path, tmp_path):
     from segapp.samples import sample_path
-    from segapp.gui.document import documents_dir
+    from segapp.gui.host import documents_dir
 
     win = make_window(image_path)
     assert win.document.folder("export") == image_path.parent

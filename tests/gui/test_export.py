@@ -15,7 +15,7 @@ from segapp.io import render
 from segapp.gui import files
 from segapp.gui.qimage import qimage_to_rgb
 from segapp.gui.state import Shown
-from segapp.gui.worker import make_result
+from segapp.live import make_result
 
 from .conftest import SOLVE_TIMEOUT, export, segment
 

@@ -46,18 +46,18 @@ def test_a_bool_that_may_be_none_is_a_three_state_list(qtbot, window):
 def test_a_solve_option_re_solves_without_rebuilding_the_session(qtbot, window):
     win = window
     segment(qtbot, win)
-    session = win.worker._sessions.session
+    session = win.worker.engine.sessions.session
     w = win.settings_panel.rows["constraint_weight"].widget  # a solve option of fastge
     with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
         w.setText("2.5")
         w.editingFinished.emit()
     assert win.state.option_dict()["constraint_weight"] == 2.5
-    assert win.worker._sessions.session is session  # same graph, same hierarchy
+    assert win.worker.engine.sessions.session is session  # same graph, same hierarchy
     c = win.settings_panel.rows["connectivity"].widget  # a set-up option: new session
     with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
         c.setCurrentIndex(c.findData(4))
         c.activated.emit(c.currentIndex())
-    assert win.worker._sessions.session is not session
+    assert win.worker.engine.sessions.session is not session
 
 
 def test_bad_text_is_refused_with_the_options_own_message(qtbot, window):
@@ -124,7 +124,7 @@ def test_the_working_resolution_reaches_the_session(qtbot, window):
         c.setCurrentIndex(c.findData(125_000))
         c.activated.emit(c.currentIndex())
     assert win.state.option_dict() == {"max_pixels": 125_000}
-    assert win.worker._sessions.key[2] == (("max_pixels", 125_000),)
+    assert win.worker.engine.sessions.key[2] == (("max_pixels", 125_000),)
 
 
 def type_into(qtbot, widget, text):

@@ -11,7 +11,8 @@ import pytest
 import segapp
 from segapp import Segmentation
 from segapp.errors import Cancelled
-from segapp.gui.worker import ResultCache, SegmentationWorker, make_result
+from segapp.gui.worker import SegmentationWorker
+from segapp.live import ResultCache, make_result
 
 
 def fake_result(value: int) -> Segmentation:

@@ -1,0 +1,86 @@
+"""The document controller alone, without Qt: a host of plain objects, jobs run at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from segapp.gui.document import Dialogs, Document, Host, Loaded
+from segapp.gui.state import AppState
+from segapp.strokes.annotation import AnnotationModel, Emitter
+
+
+def test_the_document_controller_imports_no_qt():
+    code = ("import sys, segapp.gui.document; "
+            "print([m for m in sys.modules if m.split('.')[0] in "
+            "('PySide6', 'PySide2', 'PyQt5', 'PyQt6', 'qtpy', 'shiboken6')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+class AtOnce:
+    """A job runner that runs the work at once, on this thread."""
+
+    running, what = False, ""
+
+    def __init__(self) -> None:
+        self.idle, self.finished = Emitter(), Emitter()
+
+    def start(self, what, work, done, failed, cancelled=lambda: None, *, first=False):
+        done(work(lambda i, n, text: None))
+
+    def cancel(self) -> None:
+        pass
+
+    def wait_loaded(self, msecs: int = 0) -> bool:
+        return True
+
+
+class Prefs(dict):
+    def value(self, key, default=None):
+        return self.get(key, default)
+
+    def setValue(self, key, value):  # noqa: N802
+        self[key] = value
+
+
+def read_image(path, step, scribbles=None, labels=None):
+    image = np.zeros((8, 10), np.float32)
+    return Loaded(Path(path), image, AnnotationModel(image.shape), None)
+
+
+def make_document(tmp_path, answers):
+    prefs = Prefs()
+    asked = []
+
+    def choose(title, text, buttons):
+        asked.append(title)
+        return answers.pop(0)
+
+    host = Host(dialogs=Dialogs(ask=lambda *a: True, choose=choose, get_path=lambda *a, **k: None),
+                layers=None, loader=AtOnce(), saver=AtOnce(), editor=AtOnce(),
+                exporter=AtOnce(), read_image=read_image, read_session=None,
+                prefs=lambda: prefs, later=lambda ms, fn: fn(), documents_dir=tmp_path,
+                recovery=None)
+    return Document(host, AppState()), prefs, asked
+
+
+def test_opening_reports_through_events_and_asks_through_the_host(tmp_path):
+    doc, prefs, asked = make_document(tmp_path, answers=["Cancel"])
+    info, dirty = [], []
+    doc.info.connect(info.append)
+    doc.dirtyChanged.connect(lambda: dirty.append(doc.dirty))
+    assert doc.open_path(tmp_path / "a.png")
+    assert info == ["Opened a.png (10×8)"] and dirty == [False] and asked == []
+    assert doc.recent_files() == [str((tmp_path / "a.png").resolve())]
+    doc.state.strokes.rename_label(1, "disc")  # unsaved work now
+    assert doc.dirty
+    assert not doc.open_path(tmp_path / "b.png")  # the user kept it
+    assert asked == ["Unsaved strokes"] and doc.state.image_path == tmp_path / "a.png"
+    assert doc.folder("open") == tmp_path  # the image's folder, nothing remembered
+    doc.remember_folder("open", tmp_path / "sub" / "x.png")
+    assert prefs["folders/open"] == str((tmp_path / "sub").resolve())

@@ -1,0 +1,63 @@
+"""The live-solve engine without Qt: generations, cancellation, one Session per set-up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import segapp
+from segapp.errors import Cancelled
+from segapp.live import LiveEngine
+from segapp.live.engine import split_options
+
+
+def scene() -> tuple[np.ndarray, np.ndarray]:
+    img = np.zeros((16, 20), np.float32)
+    img[:, 10:] = 1.0
+    strokes = np.zeros((16, 20), np.int32)
+    strokes[8, 2], strokes[8, 17] = 1, 2
+    return img, strokes
+
+
+def test_a_new_request_cancels_the_one_before_and_makes_it_stale():
+    engine = LiveEngine()
+    img, strokes = scene()
+    first = engine.request("a", 1, img, strokes, "fastge")
+    second = engine.request("b", 1, img, strokes, "fastge")
+    assert first.cancel.is_set() and not second.cancel.is_set()
+    assert engine.is_current(second) and not engine.is_current(first)
+    with pytest.raises(Cancelled):
+        engine.solve(first)
+    engine.interrupt()  # stopped, but still the newest
+    assert second.cancel.is_set() and engine.is_current(second)
+    engine.cancel()  # stopped and stale
+    assert not engine.is_current(second)
+
+
+def test_solve_options_reuse_the_session_and_set_up_options_rebuild_it():
+    engine = LiveEngine()
+    img, strokes = scene()
+    seg = engine.solve(engine.request(None, 1, img, strokes, "fastge"))
+    np.testing.assert_array_equal(seg.labels, segapp.segment(img, strokes).labels)
+    session = engine.sessions.session
+    engine.solve(engine.request(None, 1, img, strokes, "fastge", (("constraint_weight", 2.0),)))
+    assert engine.sessions.session is session
+    engine.solve(engine.request(None, 1, img, strokes, "fastge", (("connectivity", 8),)))
+    assert engine.sessions.session is not session
+    session = engine.sessions.session
+    engine.solve(engine.request(None, 2, img, strokes, "fastge", (("connectivity", 8),)))
+    assert engine.sessions.session is not session  # another image
+
+
+def test_options_are_split_by_their_declared_stage_and_session_arguments_are_set_up():
+    setup, solve = split_options("fastge", {"sigma": None, "constraint_weight": 2.0,
+                                            "max_pixels": 125_000})
+    assert setup == {"sigma": None, "max_pixels": 125_000} and solve == {"constraint_weight": 2.0}
+
+
+def test_a_failed_solve_rebuilds_the_session_next_time():
+    engine = LiveEngine()
+    img, strokes = scene()
+    with pytest.raises(segapp.errors.InvalidInputError):
+        engine.solve(engine.request(None, 1, img, strokes, "fastge", (("sigma", -1.0),)))
+    assert engine.sessions.key is None
