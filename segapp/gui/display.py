@@ -121,8 +121,8 @@ class Display(QObject):
     def _on_preview(self, tag: Any, result: Result) -> None:
         if tag == self.tag and (self.state.shown is None or self.state.shown.tag != tag):
             self.state.shown = Shown(tag, result)
-            emit(self.status, f"{result.segmentation.method}: preview after "
-                 f"{result.seconds:.2f} s…")
+            emit(self.status, f"{result.segmentation.method}: coarse preview (hatched) after "
+                 f"{result.seconds:.2f} s, the answer follows…")
 
     def _on_failed(self, tag: Any, message: str) -> None:
         if tag == self.tag:
@@ -137,6 +137,7 @@ class Display(QObject):
             return
         labels, colors, boundaries = shown.labels, self.state.colors(), self.state.boundaries
         unsure, seg = self.state.unsure, shown.result.segmentation
+        preview = shown.result.preview
         # kept by what it shows: the undo or redo of a stroke gets its overlay back at once
         key = (shown.tag, shown.result.preview, tuple(sorted(colors.items())), boundaries,
                unsure)
@@ -145,6 +146,8 @@ class Display(QObject):
             # the function the exported overlay is drawn with (render.overlay = this +
             # composite); the confidence map is computed here, in the renderer's thread
             out = render.label_layer(labels, colors, boundaries)
+            if preview:   # hatched: the answer that replaces it may differ (issue 22 item 5)
+                return render.mark_preview(out)
             return render.mark_unsure(out, getattr(seg, "confidence", None)) if unsure else out
 
         self.renderer.draw("overlay", layer, key=key, source=labels)

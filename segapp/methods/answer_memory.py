@@ -29,7 +29,6 @@ Holding whole Segmentations here instead would keep eigenvectors per answer in e
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from collections import OrderedDict
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..strokes.constraints import Constraints
+from ..strokes.reading import fingerprint
 
 #: Answers remembered per session (undo / redo depth that gives back exactly what was shown).
 REMEMBERED = 32
@@ -49,13 +49,9 @@ NOT_IN_KEY = frozenset({"warm_start"})
 def strokes_key(cons: Constraints, options: dict[str, Any]) -> bytes:
     """Fingerprint of the strokes (each label's pixel set) and the solve options that can
     change the answer."""
-    h = hashlib.blake2b(digest_size=16)
     chosen = sorted((k, v) for k, v in options.items() if k not in NOT_IN_KEY)
-    h.update(repr((tuple(cons.label_ids), chosen)).encode())
-    for S in cons.sets:
-        h.update(np.ascontiguousarray(S, dtype=np.int64).tobytes())
-        h.update(b"|")
-    return h.digest()
+    sets = [part for S in cons.sets for part in (np.asarray(S, dtype=np.int64), b"|")]
+    return fingerprint(repr((tuple(cons.label_ids), chosen)).encode(), *sets)
 
 
 #: The slot of an answer that is not to be recalled (no strokes fingerprint matches it).

@@ -445,3 +445,40 @@ def test_where_to_paint_next_stripes_the_least_sure_pixels(qtbot, window):
     plain = win.canvas._overlay_item.pixmap().toImage()
     assert not any(tuple(plain.pixelColor(x, y).getRgb()[:3]) == (255, 0, 255)
                    for y in range(0, 90, 3) for x in range(0, 120, 3))
+
+
+def _overlay_alpha(win) -> np.ndarray:
+    from PySide6.QtGui import QImage
+    img = win.canvas._overlay_item.pixmap().toImage().convertToFormat(QImage.Format_RGBA8888)
+    h, w = img.height(), img.width()
+    if img.isNull() or h == 0:
+        return np.zeros((0, 0), np.uint8)
+    return np.frombuffer(img.constBits(), np.uint8, img.sizeInBytes()).reshape(
+        h, img.bytesPerLine())[:, : 4 * w].reshape(h, w, 4)[..., 3].copy()
+
+
+def test_a_preview_is_drawn_hatched_and_its_answer_solid(qtbot, make_window, tmp_path):
+    """Issue 22 item 5: a coarse preview cannot be taken for the answer that replaces it."""
+    import segapp
+    from segapp.gui.state import Shown
+    from segapp.io.render import PREVIEW_HATCH
+    from segapp.live.results import make_result
+    rng = np.random.default_rng(3)
+    img = np.clip(rng.normal(128, 20, (60, 80, 3)), 0, 255).astype(np.uint8)
+    path = tmp_path / "small.png"
+    Image.fromarray(img).save(path)
+    win = make_window(path)
+    s = np.zeros((60, 80), np.int32)
+    s[10, 5:20], s[50, 60:75] = 1, 2
+    seg = segapp.segment(img, s)
+    for preview in (True, False):
+        win.state.shown = Shown(("test", preview), make_result(seg, 0.1, preview=preview))
+        qtbot.waitUntil(lambda: _overlay_alpha(win).shape == (60, 80)
+                        and (_overlay_alpha(win) == 0).any() == preview, timeout=10_000)
+        alpha = _overlay_alpha(win)
+        if preview:   # every other diagonal band is empty, the others keep the colours
+            yy, xx = np.mgrid[0:60, 0:80]
+            gap = ((xx + yy) // PREVIEW_HATCH) % 2 == 1
+            assert (alpha[gap] == 0).all() and (alpha[~gap] > 0).all()
+        else:
+            assert (alpha > 0).all()

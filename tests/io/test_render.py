@@ -193,3 +193,14 @@ def test_mark_unsure_stripes_exactly_the_pixels_below_the_threshold():
     assert np.array_equal(marked, conf < render.UNSURE_BELOW)
     assert changed[conf < 0.5].mean() > 0.4 and not changed[conf >= 0.5].any()
     assert render.mark_unsure(before.copy(), None).tobytes() == before.tobytes()
+
+
+def test_mark_preview_clears_every_other_diagonal_band_and_keeps_the_colours():
+    layer = render.label_layer(np.arange(1, 5).repeat(50).reshape(10, 20), None, False)
+    before = layer.copy()
+    out = render.mark_preview(layer, width=3)
+    yy, xx = np.mgrid[0:10, 0:20]
+    gap = ((xx + yy) // 3) % 2 == 1
+    assert out is layer
+    assert (out[gap, 3] == 0).all() and (out[~gap] == before[~gap]).all()
+    assert 0.4 < gap.mean() < 0.6
