@@ -7,8 +7,10 @@ of them into a token; :meth:`CancelToken.check` raises :class:`~segapp.errors.Ca
 when cancellation was requested. A token is itself such a callable, so code written for the
 callable form accepts it unchanged.
 
-The public entries (:meth:`segapp.Session.update`, :meth:`segapp.Session.prepare`, each method's
-``update``) make the token once; everything below them takes and polls a :class:`CancelToken`.
+The public entries (:meth:`segapp.Session.update`, :meth:`segapp.Session.prepare`,
+:meth:`segapp.Session.wait_prepared`, each method's ``update``, and the public k-means
+functions of :mod:`segapp.partition.kmeans`, which :func:`segapp.cluster` and scripts call)
+make the token once; everything below them takes and polls a :class:`CancelToken`.
 """
 
 from __future__ import annotations

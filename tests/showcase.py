@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from segapp.gui.screenshot import STROKE_WIDTH, read_strokes
+from segapp.gui.screenshot import STROKE_WIDTH, read_stroke_file
 
 #: The label ids of ``chelsea_strokes.txt``.
 BACKGROUND, FUR, EYES, NOSE = 1, 2, 3, 4
@@ -52,7 +52,7 @@ def render_strokes(strokes: list, shape: tuple[int, int],
 
 
 def scribbles_from(strokes_path: Path, shape: tuple[int, int]) -> np.ndarray:
-    strokes, _names = read_strokes(strokes_path)
+    strokes, _names = read_stroke_file(strokes_path)
     return render_strokes(strokes, shape)
 
 

@@ -80,7 +80,7 @@ def test_chelsea_scribbles_are_its_strokes():
     with Image.open(path) as scr:
         assert scr.mode == "L"
         np.testing.assert_array_equal(np.asarray(scr), drawn)
-    strokes, names = showcase.read_strokes(folder / "chelsea_strokes.txt")
+    strokes, names = showcase.read_stroke_file(folder / "chelsea_strokes.txt")
     assert names == {showcase.BACKGROUND: "background", showcase.FUR: "fur",
                      showcase.EYES: "eyes", showcase.NOSE: "nose"}
     assert len(strokes) <= 15  # a few strokes per label, as a person paints

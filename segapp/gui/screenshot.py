@@ -3,7 +3,7 @@
 Opens the main window, paints the image's strokes with real mouse events on the canvas, waits
 for the segmentation, grabs the window to a PNG and measures how much of the canvas the
 overlay changes. A bundled sample is painted with the strokes of its ``NAME_strokes.txt`` (the
-strokes its ``NAME_scribbles.png`` is made of, see :func:`read_strokes`), 5 image pixels
+strokes its ``NAME_scribbles.png`` is made of, see :func:`read_stroke_file`), 5 image pixels
 wide, and its labels get the names given there; another image gets two strokes.
 ``docs/screenshot.png`` is made this way, under Xvfb, from the "chelsea" sample::
 
@@ -33,7 +33,7 @@ DEFAULT_STROKES = [[(0.35, 0.50), (0.50, 0.55), (0.65, 0.50)],
 Stroke = tuple[int, list[tuple[float, float]]]
 
 
-def read_strokes(path: str | Path) -> tuple[list[Stroke], dict[int, str]]:
+def read_stroke_file(path: str | Path) -> tuple[list[Stroke], dict[int, str]]:
     """Read a strokes file: the strokes a person paints, as polylines.
 
     One item a line; ``#`` starts a comment::
@@ -150,7 +150,7 @@ def make_screenshot(out: str | Path, image: str | Path | None = None, *,
     app.processEvents()  # the canvas fits the image: its zoom is known
     h, w = window.model.shape
     if strokes_file(image).is_file():
-        strokes, names = read_strokes(strokes_file(image))
+        strokes, names = read_stroke_file(strokes_file(image))
         for label_id, name in names.items():
             window.model.rename_label(label_id, name)
         window.state.brush_screen = True

@@ -1,7 +1,7 @@
 """Working resolution: segment large photos on a reduced grid, answer at full resolution.
 
 A pixel-graph eigensolver costs time and memory linear in the pixel count with a large
-constant (measured 11–14 s and 1.2–1.3 KB per pixel at 1.1M px, see README), so a 12-megapixel
+constant (a cold solve 4.4–4.6 s and 1.5–1.7 KB per pixel at 1.1M px, README's Speed table), so a 12-megapixel
 photo cannot be segmented interactively at full resolution. :class:`segapp.Session` therefore
 builds the graph of an area-averaged copy with at most ``max_pixels`` pixels
 (:data:`DEFAULT_MAX_PIXELS`), transfers the strokes to that grid (:func:`reduce_strokes`:

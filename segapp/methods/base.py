@@ -39,7 +39,8 @@ pixels clamped to their label, the :class:`Segmentation`). Partitioning is part 
 :meth:`_solve`: every constrained method re-solves with one more vector (FAST-GE, landmark
 FAST-GE), a stiffer must-link (SCACS) or another basis (CCSKL) when the partition loses a
 label's strokes, so the two steps loop together; each family keeps its partition in one
-function (:func:`segapp.methods.fastge.partition`, :meth:`LandmarkMethod._partition`).
+function (:func:`segapp.partition.rounding.round_eigenvectors`,
+:meth:`LandmarkMethod._partition`).
 
 Cancellation
 ------------

@@ -77,7 +77,7 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "CG solves) + Rayleigh–Ritz of the pencil; lobpcg: our block LOBPCG on the pencil "
            "(segapp: its old name)", "solve", choices=METHODS + ("segapp",)),
     # Issue 21: the harmonic potentials from a factor of the Dirichlet matrix updated per edit
-    # (segapp.solve.direct): a warm edit 0.17 s where CG took 0.72 s at 250K px (docs/architecture.md).
+    # (segapp.solve.direct): an added stroke 0.152 s where CG took 0.598 s at 250K px (README, Speed).
     Option("linear_solver", str, "auto", "harmonic: how the potentials are solved: auto = "
            "from a factor of the Dirichlet matrix updated per edit (CHOLMOD) where installed, "
            "iteratively (CG with an AMG preconditioner) otherwise or until a large image's "

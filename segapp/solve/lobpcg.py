@@ -14,7 +14,8 @@ because
   long after the eigenvalues and the labels have settled). This one also stops when the Ritz
   values have settled to a relative change ``eig_tol`` for two consecutive iterations, which
   measured as label-stable, and reports both measures;
-* it checks a cancellation callback and the finiteness of every iterate.
+* it polls a cancellation token (:class:`segapp.cancel.CancelToken`, a parameter) and checks
+  the finiteness of every iterate.
 
 Each iteration: residuals ``R = AX − BXΛ``, preconditioned ``W = M R`` (projected to ``dᵀw = 0``),
 then Rayleigh–Ritz on ``S = [X, W, P]``. The basis is orthonormalised in the small space by

@@ -41,7 +41,7 @@ def test_app_under_xvfb_paints_segments_and_screenshots(xvfb_display, tmp_path):
     shot = np.asarray(Image.open(out).convert("RGB"))
     assert shot.shape[1::-1] == tuple(report["size"]) and shot.std() > 20
     # All the strokes of chelsea_strokes.txt were painted and gave the showcase's answer.
-    strokes, names = showcase.read_strokes(samples.samples_dir() / "chelsea_strokes.txt")
+    strokes, names = showcase.read_stroke_file(samples.samples_dir() / "chelsea_strokes.txt")
     assert report["strokes"] == len(strokes)
     assert set(report["fractions"]) == {str(k) for k in names}
     assert showcase.faults(np.asarray(Image.open(labels))) == []
