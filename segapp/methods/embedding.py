@@ -4,7 +4,7 @@ Ng, Jordan & Weiss (NIPS 2002); FAST-GE Fig. 2 steps 8–10; SCACS Algorithm 1 s
 ``x_i`` of the embedding becomes ``x_i / ‖x_i‖``, so k-means compares directions, not lengths
 (which vary with the degrees and with how well the vectors represent a point). A zero row stays
 zero. Used by the landmark methods' sampled partition
-(:func:`segapp.methods.landmark_base.partition`) and by CCSKL's k-means on ``FΛ^{1/2}``.
+(:func:`segapp.methods.landmark_base.round_landmark_embedding`) and by CCSKL's k-means on ``FΛ^{1/2}``.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def _identity(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def partition(code: SparseCode, Y: np.ndarray, strokes: Strokes, *, sample: int,
+def round_landmark_embedding(code: SparseCode, Y: np.ndarray, strokes: Strokes, *, sample: int,
               rng: np.random.Generator, cancel: CancelToken = NEVER,
               normalise: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Labels (user ids, flat int32) and the embedding ``Ẑ Y`` (n × m float32); module notes.
@@ -254,8 +254,9 @@ class LandmarkMethod(FeatureMethod):
         rng = np.random.default_rng([self.settings["seed"], 1])
         # One vector: a unit-length row is its sign, which cannot tell two labels on the same
         # side of the mean apart; the anchored k-means then splits the values themselves.
-        labels, X = partition(self.basis.code, Y, strokes, sample=self.settings["kmeans_sample"],
-                              rng=rng, cancel=cancel, normalise=Y.shape[1] > 1)
+        labels, X = round_landmark_embedding(self.basis.code, Y, strokes,
+                                             sample=self.settings["kmeans_sample"], rng=rng,
+                                             cancel=cancel, normalise=Y.shape[1] > 1)
         timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
         separated = stroke_agreement(strokes.codes(labels), strokes.sets).min() >= STROKE_AGREEMENT
         return labels, X, separated

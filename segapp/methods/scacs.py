@@ -64,7 +64,7 @@ In the orthonormal coordinates ``u = T z`` of :class:`segapp.graphs.landmark.Lan
   is at most k − 1, see below);
 - step 11: ``V^{(r)} = Ẑ V (I − VᵀAV)`` — as printed, the full m × m matrix;
 - step 12: rows normalised, then k-means — the random-sampling k-means of
-  :func:`segapp.methods.landmark_base.partition` (k-means on a sample, every pixel to its nearest centre),
+  :func:`segapp.methods.landmark_base.round_landmark_embedding` (k-means on a sample, every pixel to its nearest centre),
   with stroke-seeded and k-means++ starts, clusters matched to the user's labels.
 
 Strokes (issue 10): the painted pixels join the landmarks (:mod:`segapp.graphs.landmark`), so

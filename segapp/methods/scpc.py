@@ -73,7 +73,8 @@ from ..graphs.landmark import SparseCode, sparse_code
 from ..options import Option, override, without
 from ..strokes.reading import Strokes
 from .base import Answer
-from .landmark_base import LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics, partition
+from .landmark_base import (LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics,
+                            round_landmark_embedding)
 
 #: Landmarks are the stroke pixels and the coding is redone for every edit, so only the image
 #: features (spatial_weight) are set up once.
@@ -276,8 +277,8 @@ class SCPC(FeatureMethod):
         timings["eigensolver"] = time.perf_counter() - t
         cancel.check()
         t = time.perf_counter()
-        labels, B = partition(zhat, Y, strokes, sample=o["kmeans_sample"],
-                              rng=rng, cancel=cancel)
+        labels, B = round_landmark_embedding(zhat, Y, strokes, sample=o["kmeans_sample"],
+                                             rng=rng, cancel=cancel)
         timings["partition"] = time.perf_counter() - t
         diag = LandmarkDiagnostics(code.p, k, code.sigma, strokes.kept(labels),
                                    {"components": k, "propagated": propagated})
