@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -66,7 +67,7 @@ class Segmentation:
 
     def __getstate__(self) -> dict:
         """Pickled (process pools, Dask) with the lazy fields computed: no function inside."""
-        state = dict(self.__dict__)
+        state = {k: v for k, v in self.__dict__.items() if not k.endswith("_lock")}
         state["_confidence"] = self.confidence
         state["_eigenvectors"] = self.eigenvectors
         return state
@@ -108,8 +109,13 @@ def _lazy(name: str, doc: str) -> property:
     def get(self: Segmentation):
         v = self.__dict__.get(key)
         if callable(v):
-            v = v()
-            self.__dict__[key] = v
+            # one computation when several threads read it at once (the app enlarges a 12 MP
+            # result's eigenvectors in the background while a heat map or an export asks)
+            with self.__dict__.setdefault(key + "_lock", threading.Lock()):
+                v = self.__dict__.get(key)
+                if callable(v):
+                    v = v()
+                    self.__dict__[key] = v
         return v
 
     def put(self: Segmentation, value) -> None:

@@ -103,7 +103,7 @@ class Display(QObject):
             return  # for strokes or options that have changed since: a newer one is coming
         self.state.shown = Shown(tag, result, cached=cached)
         heat = self.state.heatmap
-        if heat >= np.asarray(result.segmentation.eigenvectors).shape[-1]:
+        if heat >= result.n_vectors:
             self.state.heatmap = -1
         elif heat >= 0:
             self.draw_heatmap()

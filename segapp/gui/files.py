@@ -52,9 +52,10 @@ class ExportItem:
 
 def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
                 image: np.ndarray, labels: np.ndarray | None, label_table: dict[int, Label],
-                eigenvectors: np.ndarray | None = None, vmax: tuple[float, ...] | None = None,
-                alpha: float = 0.5, boundaries: bool = False,
-                label_ids: tuple[int, ...] | None = None) -> list[ExportItem]:
+                eigenvectors: np.ndarray | Callable[[], np.ndarray] | None = None,
+                vmax: tuple[float, ...] | None = None, alpha: float = 0.5,
+                boundaries: bool = False, label_ids: tuple[int, ...] | None = None,
+                n_vectors: int | None = None) -> list[ExportItem]:
     """List the files an export writes (nothing is written or computed yet).
 
     Parameters
@@ -107,11 +108,16 @@ def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
                                                        boundaries=boundaries),
                                 "colour overlay"))
     if "heatmaps" in kinds and eigenvectors is not None:
-        for j in range(eigenvectors.shape[2]):
+        # a function (with n_vectors) is read by the export's worker, not by the caller: a
+        # 12 MP result's full-size vectors may still be being enlarged
+        vectors = eigenvectors if callable(eigenvectors) else (lambda: eigenvectors)
+        count = n_vectors if callable(eigenvectors) else eigenvectors.shape[2]
+        for j in range(int(count or 0)):
             v = None if vmax is None else vmax[j]
             items.append(ExportItem(
                 folder / f"{stem}_eigenvector_{j + 1}.png",
-                lambda j=j, v=v: render.heatmap_with_colorbar(eigenvectors[:, :, j], vmax=v),
+                lambda j=j, v=v: render.heatmap_with_colorbar(np.asarray(vectors())[:, :, j],
+                                                              vmax=v),
                 f"eigenvector {j + 1} heat map"))
     return items
 

@@ -70,13 +70,13 @@ class HeatmapPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.info)
         layout.addWidget(self.list)
-        self._vectors: object = None
+        self._shown: object = None  # the Segmentation whose thumbnails are shown
         state.events.shown.connect(self._on_shown)
         state.events.heatmap.connect(self._on_heatmap)
 
     def _on_shown(self, shown: object) -> None:
         result = getattr(shown, "result", None)
-        if result is None or result.segmentation.eigenvectors is not self._vectors:
+        if result is None or result.segmentation is not self._shown:
             self.set_result(result)
 
     def _on_heatmap(self, index: int) -> None:
@@ -89,8 +89,10 @@ class HeatmapPanel(QWidget):
         """Show the eigenvectors of a worker :class:`~segapp.live.Result` (None: clear)."""
         self.list.clear()
         seg = getattr(result, "segmentation", None)
-        eigenvectors = None if seg is None else np.asarray(seg.eigenvectors)
-        self._vectors = None if seg is None else seg.eigenvectors
+        # the working copy's vectors: a 12 MP result's full-size ones are enlarged later, in
+        # the background, and the GUI thread must not wait for them
+        eigenvectors = None if seg is None else result.thumbnail_vectors
+        self._shown = seg
         if eigenvectors is None or eigenvectors.ndim != 3 or eigenvectors.shape[2] == 0:
             self.info.setText("Preview: the eigenvectors come with the full result."
                               if getattr(result, "preview", False) else "No segmentation yet.")

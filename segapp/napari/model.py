@@ -109,5 +109,10 @@ class LiveSegmenter:
         self.engine.sessions.drop()
 
     def solve(self, req: Request) -> Segmentation:
-        """Run in the worker thread: (re)build the session if needed, then update it."""
-        return self.engine.solve(req)
+        """Run in the worker thread: (re)build the session if needed, then update it.
+
+        A working copy's eigenvectors are brought to full size here, where the widget's
+        GUI thread (which shows them as layers) does not wait for them."""
+        seg = self.engine.solve(req)
+        np.asarray(seg.eigenvectors)
+        return seg

@@ -53,7 +53,8 @@ class Exporting(Folders):
                 base, kinds, image=self.state.image, labels=shown.labels,
                 label_table={i: Label(lab.id, lab.name, tuple(lab.color))
                              for i, lab in self.state.strokes.labels.items()},
-                eigenvectors=shown.segmentation.eigenvectors, vmax=shown.result.vmax,
+                eigenvectors=lambda seg=shown.segmentation: seg.eigenvectors,
+                n_vectors=shown.result.n_vectors, vmax=shown.result.vmax,
                 alpha=self.state.opacity, boundaries=self.state.boundaries,
                 label_ids=shown.segmentation.label_ids)
         except SegappError as exc:

@@ -1,0 +1,55 @@
+"""A result is made ready to show without enlarging a working copy's eigenvectors."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+import segapp
+from segapp.live import enlarge_vectors, make_result
+from scenes import noisy_image  # noqa: E402  (tests/ is on sys.path)
+
+
+def _big_result():
+    img = noisy_image(1, (120, 160))[0]
+    s = np.zeros(img.shape[:2], np.int32)
+    s[20, 10:60], s[100, 100:150], s[60, 70:90] = 1, 2, 3
+    session = segapp.Session(img, max_pixels=5000)   # a working copy of ~5K px
+    return session.update(s)
+
+
+def test_make_result_leaves_the_full_size_vectors_for_later():
+    seg = _big_result()
+    assert callable(seg.__dict__["_eigenvectors"])          # lazy: a working copy's
+    result = make_result(seg, 0.0)
+    assert callable(seg.__dict__["_eigenvectors"])          # still not enlarged
+    small = np.asarray(seg.working_eigenvectors)
+    assert result.n_vectors == small.shape[-1] == len(result.vmax) > 0
+    assert result.thumbnail_vectors.shape == small.shape
+    enlarge_vectors(result)
+    full = seg.__dict__["_eigenvectors"]
+    assert isinstance(full, np.ndarray) and full.shape == (*seg.labels.shape, result.n_vectors)
+    assert result.nbytes == np.asarray(seg.labels).nbytes + full.nbytes
+
+
+def test_readers_in_several_threads_share_one_enlargement():
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.2)
+        return np.zeros((4, 4, 1), np.float32)
+
+    seg = _big_result()
+    seg.eigenvectors = slow
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(seg.eigenvectors)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and all(g is got[0] for g in got)
+    import pickle
+    assert pickle.loads(pickle.dumps(seg)).eigenvectors.shape == (4, 4, 1)   # no lock pickled
