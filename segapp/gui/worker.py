@@ -14,7 +14,6 @@ shown at once instead of being solved again.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import traceback
 from dataclasses import replace
@@ -24,7 +23,7 @@ import numpy as np
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from ..errors import Cancelled, SegappError
-from ..live import LiveEngine, Result, ResultCache, SolveRequest, enlarge_vectors, make_result
+from ..live import LiveEngine, Result, ResultCache, SolveRequest, make_result
 from ..live.results import CACHE_BYTES
 from .qtcompat import emit
 
@@ -70,10 +69,6 @@ class _SolveJob(QRunnable):
                  f"internal error ({type(exc).__name__}: {exc})")
         else:
             emit(self.signals.finished, req.generation, req.tag, result)
-            # The full-size eigenvectors after the answer is shown, beside the next solve
-            # (the one-thread pool stays free for it): 0.9-1.9 s of a 12 MP edit.
-            threading.Thread(target=enlarge_vectors, args=(result,), daemon=True,
-                             name="segapp-enlarge").start()
 
     def _preview(self, t0: float) -> Callable[[Any], None]:
         def forward(seg: Any) -> None:

@@ -9,7 +9,6 @@ a one-thread pool, debouncing) and :class:`segapp.napari.model.LiveSegmenter` (n
 """
 
 from .engine import LiveEngine, SessionCache, SolveRequest
-from .results import Result, ResultCache, enlarge_vectors, make_result
+from .results import Result, ResultCache, make_result
 
-__all__ = ["LiveEngine", "SessionCache", "SolveRequest", "Result", "ResultCache",
-           "enlarge_vectors", "make_result"]
+__all__ = ["LiveEngine", "SessionCache", "SolveRequest", "Result", "ResultCache", "make_result"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..io import render
 
-__all__ = ["CACHE_BYTES", "Result", "ResultCache", "enlarge_vectors", "make_result"]
+__all__ = ["CACHE_BYTES", "Result", "ResultCache", "make_result"]
 
 #: Results kept for undo/redo: at most this many bytes (labels + eigenvectors), newest kept.
 CACHE_BYTES = 768 * 2**20
@@ -58,8 +58,9 @@ def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Res
     percentile of a 12 MP vector took 0.6 s each (idle machine), of the 0.5 MP one 0.02 s,
     and the bilinear enlargement changes it by little. A working copy's eigenvectors are
     *not* brought to full resolution here (0.9–1.9 s at 12 MP, which delayed every answer on
-    screen by as much): :func:`enlarge_vectors` does it after the answer is shown, and the
-    GUI thread reads only :attr:`Result.n_vectors` and :attr:`Result.thumbnail_vectors`.
+    screen by as much): they are enlarged when first read, by whoever needs them at full size
+    (the renderer's thread for a full-size heat map, an export's worker), and the GUI thread
+    reads only :attr:`Result.n_vectors` and :attr:`Result.thumbnail_vectors`.
     """
     small = getattr(segmentation, "working_eigenvectors", None)
     r = np.asarray(segmentation.eigenvectors if small is None else small)
@@ -68,13 +69,6 @@ def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Res
     return Result(segmentation, vmax, seconds, preview,
                   tuple(getattr(segmentation, "unplaced_labels", ())),
                   r.shape[-1] if r.ndim == 3 else 0)
-
-
-def enlarge_vectors(result: Result) -> None:
-    """Bring a working copy's eigenvectors to full resolution: a background thread's work
-    after the answer is on screen (a heat map or an export that asks meanwhile waits for
-    the same computation: :class:`segapp.Segmentation`'s lazy fields)."""
-    np.asarray(result.segmentation.eigenvectors)
 
 
 class ResultCache:
