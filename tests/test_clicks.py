@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks import quality
-from benchmarks.robot import CLICK_RADIUS, next_click, paint
+from benchmarks.robot import CLICK_RADIUS, next_click
 
 
 # -- references ------------------------------------------------------------------------------

@@ -15,8 +15,7 @@ import scipy.sparse as sp
 
 from segapp.errors import InvalidInputError
 from segapp.graphs import graph_from_adjacency, laplacian
-from segapp.graphs.image import (MIN_WEIGHT, denoise_features, grid_offsets, image_features,
-                                 image_graph, noise_sigma)
+from segapp.graphs.image import MIN_WEIGHT, grid_offsets, image_graph
 
 # Reach of each neighbourhood option, as a Euclidean radius in pixels.
 REACH = {"c4": ({"connectivity": 4}, 1.0),

@@ -19,7 +19,7 @@ from segapp.solve import cholmod
 from segapp.solve import direct
 from segapp.cancel import Cancelled
 from segapp.graphs.image import image_graph
-from segapp.solve.harmonic import HarmonicSolver, block_pcg, dirichlet_matrix, stroke_rhs
+from segapp.solve.harmonic import block_pcg, dirichlet_matrix, stroke_rhs
 from segapp.solve.ordering import grid_nested_dissection, offsets_reach
 
 needs_cholmod = pytest.mark.skipif(not cholmod.available(),

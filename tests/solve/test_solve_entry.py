@@ -15,7 +15,6 @@ from segapp.solve import EigenProblem, SolveSettings, choose_method, random_star
 from segapp.solve.amg import amg_preconditioner
 from segapp.errors import Cancelled, InvalidInputError, SolverError
 from segapp.graphs.image import image_graph
-from segapp import methods
 from segapp.methods import options_of
 from segapp.solve.pencil import Pencil
 
