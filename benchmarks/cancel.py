@@ -4,8 +4,10 @@ The app cancels the running solve whenever a newer edit arrives, so the latency 
 new stroke's solve can start. For each size, one :class:`segapp.Session` (graph built once)
 times a solve, then starts ``--trials`` solves in a worker thread and sets a
 ``threading.Event`` at a random moment of each (uniform over the solve's duration); the
-latency is the time from ``set()`` to :class:`segapp.Cancelled` reaching the caller. Both the
-cold edit (a new hierarchy) and the warm edit (the previous hierarchy updated) are measured.
+latency is the time from ``set()`` to :class:`segapp.Cancelled` reaching the caller. Both
+linear solvers are measured (``direct``: CHOLMOD's factor where installed, ``iterative``: CG
+with the multigrid hierarchy), each for the cold edit (``warm_start=False``: a new factor or
+hierarchy) and the warm edit (the previous one updated).
 
 Run ``python benchmarks/cancel.py`` (about a minute); ``--sizes 250K``.
 """
@@ -71,17 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     scribbles = io.read_scribbles(samples.sample_scribbles_path("coffee"), image.shape[:2])
     scribbles[scribbles > a.labels] = 0
     rng = np.random.default_rng(0)
-    print(f"{'size':>5} {'edit':>5} | {'solve s':>7} {'cancelled':>9} | "
+    print(f"{'size':>5} {'path':>9} {'edit':>5} | {'solve s':>7} {'cancelled':>9} | "
           f"{'median ms':>9} {'max ms':>7}")
     for size in a.sizes:
         img, s = resized(image, scribbles, SIZES[size])
         s2 = extra_stroke(s)
-        for edit, warm in (("cold", False), ("warm", True)):
-            sess = segapp.Session(img, max_pixels=None, warm_start=warm)
-            duration, lat = latencies(sess, [s, s2], a.trials, rng)
-            ms = np.array(lat) * 1e3
-            print(f"{size:>5} {edit:>5} | {duration:7.2f} {len(lat):>4} / {a.trials:<2} | "
-                  f"{np.median(ms):9.0f} {ms.max():7.0f}", flush=True)
+        for path in ("direct", "iterative"):
+            for edit, warm in (("cold", False), ("warm", True)):
+                sess = segapp.Session(img, max_pixels=None, warm_start=warm,
+                                      linear_solver="auto" if path == "direct" else path)
+                duration, lat = latencies(sess, [s, s2], a.trials, rng)
+                ms = np.array(lat) * 1e3
+                print(f"{size:>5} {path:>9} {edit:>5} | {duration:7.2f} "
+                      f"{len(lat):>4} / {a.trials:<2} | {np.median(ms):9.0f} {ms.max():7.0f}",
+                      flush=True)
     return 0
 
 
