@@ -1,6 +1,6 @@
 """segapp as a napari plugin (``pip install 'segapp[napari]'``; npe2 manifest ``napari.yaml``).
 
-Plugins > segapp > Scribble segmentation opens :class:`~segapp.napari.widget.SegmentWidget`
+Plugins > segapp > Scribble segmentation opens :class:`~segapp.gui.napari_dock.SegmentWidget`
 (the one module here that imports Qt, through qtpy, and napari); File > Open Sample > segapp
 adds the ``coffee`` photo with scribbles. This package also holds the Qt-free request model
 (:mod:`segapp.napari.model`, on the live-solve engine :mod:`segapp.live` the desktop app

@@ -15,7 +15,7 @@ from qtpy.QtCore import Qt
 
 import segapp
 from segapp.napari.sample import coffee
-from segapp.napari.widget import EIGENVECTOR_LAYER, RESULT_LAYER, SegmentWidget
+from segapp.gui.napari_dock import EIGENVECTOR_LAYER, RESULT_LAYER, SegmentWidget
 
 TIMEOUT_MS = 60_000  # a solve on a loaded 2-core machine; the tests take seconds when idle
 

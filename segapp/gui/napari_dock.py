@@ -28,7 +28,7 @@ from qtpy.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLabel, QPushButt
 
 from ..errors import Cancelled, SegappError
 from ..methods import available_methods
-from .model import LiveSegmenter, Request, as_unit_image
+from ..napari.model import LiveSegmenter, Request, as_unit_image
 
 if TYPE_CHECKING:
     import napari
