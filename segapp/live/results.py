@@ -39,9 +39,7 @@ class Result:
     def thumbnail_vectors(self) -> np.ndarray:
         """The eigenvectors to draw small: the working copy's where there is one (the same
         picture as the enlarged ones at thumbnail size, and never an enlargement)."""
-        s = self.segmentation
-        small = getattr(s, "working_eigenvectors", None)
-        return np.asarray(s.eigenvectors if small is None else small)
+        return _unenlarged_vectors(self.segmentation)
 
     @property
     def nbytes(self) -> int:
@@ -62,13 +60,19 @@ def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Res
     (the renderer's thread for a full-size heat map, an export's worker), and the GUI thread
     reads only :attr:`Result.n_vectors` and :attr:`Result.thumbnail_vectors`.
     """
-    small = getattr(segmentation, "working_eigenvectors", None)
-    r = np.asarray(segmentation.eigenvectors if small is None else small)
+    r = _unenlarged_vectors(segmentation)
     vmax = tuple(render.robust_vmax(r[..., j]) for j in range(r.shape[-1])) if r.ndim == 3 \
         else ()
     return Result(segmentation, vmax, seconds, preview,
                   tuple(getattr(segmentation, "unplaced_labels", ())),
                   r.shape[-1] if r.ndim == 3 else 0)
+
+
+def _unenlarged_vectors(segmentation: Any) -> np.ndarray:
+    """A working copy's eigenvectors where there is one, else the result's own (never an
+    enlargement to full size)."""
+    small = getattr(segmentation, "working_eigenvectors", None)
+    return np.asarray(segmentation.eigenvectors if small is None else small)
 
 
 class ResultCache:
