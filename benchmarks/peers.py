@@ -11,6 +11,9 @@ Methods
 ``fastge``, ``fastge_c4``, ``fastge_grey``
     segapp FAST-GE with default options (8-neighbour colour graph), with ``connectivity=4``,
     with ``color=False``.
+``fastge_ratio``
+    segapp FAST-GE with ``colour_weight=0``: the two-label sweep on FAST-GE's ratio alone,
+    without the colour term of :mod:`segapp.partition.colour_model`.
 ``fastge_raw``, ``fastge_tv05``, ``fastge_tv2``
     segapp FAST-GE without its total-variation pre-filter (``denoise=0``, the graph before
     issue 10), and with TV weight 0.5 or 2 × the noise estimate instead of 1.
@@ -262,6 +265,9 @@ SEGAPP_VARIANTS: dict[str, tuple[str, dict[str, Any], str]] = {
     "fastge_fresh": ("fastge", {"stable_refinement": False},
                      "segapp FAST-GE, stable_refinement=False (history-free: no tie-break "
                      "towards the previous answer)"),
+    "fastge_ratio": ("fastge", {"colour_weight": 0.0},
+                     "segapp FAST-GE, two-label sweep on FAST-GE's ratio alone (no colour term; "
+                     "the default before issue 22 item 2)"),
     "fastge_raw": ("fastge", {"denoise": 0.0},
                    "segapp FAST-GE without the TV pre-filter (the graph before issue 10)"),
     "fastge_tv05": ("fastge", {"denoise": 0.5}, "segapp FAST-GE, TV weight 0.5 x noise"),

@@ -45,7 +45,7 @@ from ..solve.harmonic import HarmonicSolver
 from ..solve.ordering import offsets_reach
 from ..graphs import Graph
 from ..options import SEED, Option, Settings
-from ..partition import (STROKE_AGREEMENT, embed, round_eigenvectors, rounding_confidence,
+from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvectors, rounding_confidence,
                          stroke_agreement)
 from ..solve.pencil import Pencil
 from .base import Answer, n_vectors
@@ -61,6 +61,11 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            low=1, high=100, none_ok=True, none_means="k − 1"),
     Option("k2_partition", str, "sweep", "two labels: Cheeger sweep cut or k-means", "solve",
            choices=("sweep", "kmeans")),
+    # Issue 22 item 2: the ratio alone picks a poor first object/background cut (GrabCut-dev
+    # first round 0.36 IoU where the sweep's order holds 0.64); 0 is FAST-GE's own sweep.
+    Option("colour_weight", float, COLOUR_WEIGHT, "two-label sweep: weight of the colour "
+           "term (two Gaussian colour models, nats per pixel) against log(cut ratio); 0 = "
+           "FAST-GE's ratio alone", "solve", low=0.0, high=100.0),
     # On by default (issue 10 item 4): fewer results made worse by a corrective stroke and
     # fewer strokes to 85/90% IoU on both dev sets and in the click protocol, with the gate
     # partition.PREVIOUS_GATE (docs/quality.md); a session's answer then depends on its edit
@@ -245,7 +250,9 @@ class FastGE(GraphMethod):
             previous = self.answers.tie_breaker(cons) if o["stable_refinement"] else None
             rounded = round_eigenvectors(pairs.vectors, pencil, cons,
                                          k2_partition=o["k2_partition"], seed=o["seed"],
-                                         cancel=cancel, previous=previous)
+                                         cancel=cancel, previous=previous,
+                                         colours=self.colours if o["colour_weight"] else None,
+                                         colour_weight=o["colour_weight"])
             timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
             if not needs_one_more_vector(rounded[2], m, cons.k):
                 return m, pairs, rounded

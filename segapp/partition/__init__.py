@@ -7,6 +7,7 @@ One module per idea:
 * :mod:`~segapp.partition.kmeans` — free k-means, k-means anchored to the strokes, and its
   stable variant after an edit;
 * :mod:`~segapp.partition.sweep` — the Cheeger sweep (k = 2, §4.6) and FAST-GE's ratio cut;
+* :mod:`~segapp.partition.colour_model` — the sweep's colour term: two Gaussian colour models;
 * :mod:`~segapp.partition.degenerate` — re-rounding a label cut off alone (issue 22);
 * :mod:`~segapp.partition.confidence` — distance of each pixel to the rounding's boundary;
 * :mod:`~segapp.partition.labels` — stroke agreement, clamping and cluster ↔ label matching;
@@ -18,6 +19,7 @@ the solvers (PyAMG), which the landmark methods, whose partitions come from here
 need.
 """
 
+from .colour_model import COLOUR_WEIGHT, lab_colours
 from .confidence import rounding_confidence
 from .degenerate import degenerate_labels, nondegenerate_sweep, reround_degenerate
 from .embedding import embed, embedding_potentials
@@ -28,7 +30,7 @@ from .sweep import (PREVIOUS_GATE, SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, SWEEP_WIND
                     sweep_cut, sweep_ratios)
 
 __all__ = [
-    "KMEANS_SAMPLE", "PREVIOUS_GATE", "STROKE_AGREEMENT", "SWEEP_MIN_WINDOW", "SWEEP_TOLERANCE",
+    "COLOUR_WEIGHT", "lab_colours", "KMEANS_SAMPLE", "PREVIOUS_GATE", "STROKE_AGREEMENT", "SWEEP_MIN_WINDOW", "SWEEP_TOLERANCE",
     "SWEEP_WINDOW", "anchored_kmeans", "clamp_strokes", "degenerate_labels", "embed",
     "embedding_potentials", "kmeans", "match_labels", "nondegenerate_sweep", "ratio_cut",
     "reround_degenerate", "round_eigenvectors", "rounding_confidence", "stable_anchored_kmeans",

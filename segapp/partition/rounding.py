@@ -15,6 +15,7 @@ import numpy as np
 
 from ..cancel import CancelToken
 from ..strokes.constraints import Constraints
+from .colour_model import COLOUR_WEIGHT
 from .degenerate import reround_degenerate
 from .embedding import embed
 from .kmeans import stable_anchored_kmeans
@@ -28,7 +29,9 @@ if TYPE_CHECKING:  # annotations only (see segapp.partition)
 def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
                        k2_partition: str = "sweep", seed: int = 0,
                        cancel: CancelToken | None = None,
-                       previous: np.ndarray | None = None
+                       previous: np.ndarray | None = None,
+                       colours: np.ndarray | None = None,
+                       colour_weight: float = COLOUR_WEIGHT,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
 
@@ -46,6 +49,9 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     the fresh answer in FAST-GE's objective (:func:`~segapp.partition.sweep.ratio_cut`). The answer
     then depends on the edit history, not only on the strokes; without ``previous`` (a new
     session, :func:`segapp.segment`) it is the history-free one.
+
+    ``colours`` (n, c; :func:`~segapp.partition.colour_model.lab_colours`): the sweep also
+    weighs how well two Gaussian colour models explain the cut (``colour_weight``; issue 22).
     """
     k = cons.k
     U, _, V = embed(X, pencil)
@@ -58,8 +64,8 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     if k == 2 and k2_partition == "sweep":
         x = V[:, 0]
         low = int(np.mean(x[cons.sets[0]]) > np.mean(x[cons.sets[1]]))  # label of the low side
-        mask = sweep_cut(x, pencil, cons,
-                         previous=None if before is None else before == low).astype(np.int64)
+        mask = sweep_cut(x, pencil, cons, previous=None if before is None else before == low,
+                         colours=colours, colour_weight=colour_weight).astype(np.int64)
         # The prefix is label 0's side if label 0's strokes are mostly in it.
         codes = mask ^ 1 if np.mean(mask[cons.sets[0]]) >= 0.5 else mask
         if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:

@@ -5,6 +5,10 @@ Order the vertices by the eigenvector and take the prefix S that minimises
 arrays, and the constraint cliques' cuts in closed form from per-label prefix sums
 (``cut(S) = c Σ_{a,b} s_a(S) (s_b − s_b(S))`` over the relevant label pairs).
 
+For photos the sweep also weighs two Gaussian colour models of the sides
+(:mod:`~segapp.partition.colour_model`, issue 22 item 2): it minimises
+``log ratio + w · c(S)``.
+
 Refinement stability (issue 10): given the previous edit's answer, the sweep keeps the cut
 closest to it among the near-best ones (:func:`sweep_cut`), while that answer is itself a
 near-best cut (:data:`PREVIOUS_GATE`, shared with :func:`segapp.partition.kmeans.stable_anchored_kmeans`).
@@ -19,6 +23,7 @@ import scipy.sparse as sp
 from scipy.ndimage import minimum_filter1d
 
 from ..strokes.constraints import Constraints
+from .colour_model import COLOUR_WEIGHT, partition_colour_cost, prefix_colour_costs
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
     from ..solve.pencil import Pencil
@@ -112,7 +117,9 @@ def sweep_ratios(x: np.ndarray, pencil: Pencil,
 
 def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
               previous: np.ndarray | None = None, tolerance: float = SWEEP_TOLERANCE,
-              window: float = SWEEP_WINDOW, gate: float = PREVIOUS_GATE) -> np.ndarray:
+              window: float = SWEEP_WINDOW, gate: float = PREVIOUS_GATE,
+              colours: np.ndarray | None = None,
+              colour_weight: float = COLOUR_WEIGHT) -> np.ndarray:
     """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
 
     Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``
@@ -127,13 +134,26 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     instead of the last digits of the cost — while it is itself a near-best cut: its own
     ratio at most ``gate`` × the best (:data:`PREVIOUS_GATE`; ``previous`` should have the
     strokes painted in), else the best prefix is taken.
+
+    With ``colours`` (n, c: :func:`~segapp.partition.colour_model.lab_colours`) the prefix
+    minimises ``log ratio + colour_weight · c(S)`` instead, ``c`` the colour cost of two
+    Gaussian colour models (:mod:`~segapp.partition.colour_model`); tolerance and gate are
+    then ``log tolerance`` and ``log gate`` on that score (the same rule: with
+    ``colour_weight = 0`` the same cut).
     """
     ratio, order = sweep_ratios(x, pencil, constraints)
     n = x.shape[0]
-    best = int(np.argmin(ratio))
+    score = np.log(np.maximum(ratio, np.finfo(float).tiny))
+    if colours is not None and colour_weight > 0:
+        score = score + colour_weight * prefix_colour_costs(colours, order)
+    best = int(np.argmin(score))
     if previous is not None and constraints is not None and gate < np.inf:
         # the two terms of ratio_cut are equal for two sides: each is the sweep's ratio
-        if ratio_cut(previous.astype(np.int64), pencil, constraints) / 2 > gate * ratio[best]:
+        own = np.log(max(ratio_cut(previous.astype(np.int64), pencil, constraints) / 2,
+                         np.finfo(float).tiny))
+        if colours is not None and colour_weight > 0:
+            own += colour_weight * partition_colour_cost(colours, previous)
+        if own > np.log(gate) + score[best]:
             previous = None
     if previous is not None:
         inside = np.cumsum(previous[order], dtype=np.int64)[: n - 1]  # previous side in S
@@ -142,8 +162,8 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
         # the order), not points on a slope next to the best one shifted towards the old
         # answer: those made a bad first answer creep instead of being corrected.
         w = max(1, int(window * n), min(SWEEP_MIN_WINDOW, n // 10))
-        near = np.flatnonzero((ratio <= tolerance * ratio[best])
-                              & (ratio <= minimum_filter1d(ratio, 2 * w + 1, mode="nearest")))
+        near = np.flatnonzero((score <= np.log(tolerance) + score[best])
+                              & (score <= minimum_filter1d(score, 2 * w + 1, mode="nearest")))
         best = int(near[np.argmax((inside + outside)[near])])
     mask = np.zeros(n, bool)
     mask[order[: best + 1]] = True

@@ -4,6 +4,8 @@ back exactly the answers shown, which a fresh solve of the same strokes would no
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -71,11 +73,9 @@ def test_recall_round_trips_and_keeps_only_the_newest():
     assert strokes_key(_cons(other), {"seed": 0}) != keys[0]
 
 
-def _history_scene():
-    """A Voronoi image (the fuzz's generator, seed 2) and three stroke states, each adding a
-    stroke; the third state's answer with history differs from a fresh solve of the same
-    strokes on 42% of the pixels (found by searching seeds 0–2; asserted below)."""
-    rng = np.random.default_rng(2)
+def _stroke_states(seed: int):
+    """A Voronoi image (the fuzz's generator) and three stroke states, each adding a stroke."""
+    rng = np.random.default_rng(seed)
     img = voronoi_image(rng)
     H, W = img.shape[:2]
     s = np.zeros((H, W), np.int64)
@@ -88,6 +88,25 @@ def _history_scene():
         s[y, x: x + rng.integers(2, W)] = label
         states.append(s.copy())
     return img, states
+
+
+@functools.lru_cache(maxsize=1)
+def _history_seed() -> int:
+    """The first seed whose third state's answer with history differs from a fresh solve of
+    the same strokes on over 5% of the pixels (searched, so that a change of the rounding does
+    not leave the tests below on a scene where history does not matter)."""
+    for seed in range(40):
+        img, states = _stroke_states(seed)
+        session = segapp.Session(img)
+        shown = [session.update(s).labels for s in states][-1]
+        if np.mean(shown != segapp.segment(img, states[-1]).labels) > 0.05:
+            return seed
+    raise AssertionError("no scene among 40 seeds where the edit history matters")
+
+
+def _history_scene():
+    """A scene (:func:`_stroke_states`) where the edit history changes the third answer."""
+    return _stroke_states(_history_seed())
 
 
 def test_undo_and_redo_give_back_the_answers_shown():
