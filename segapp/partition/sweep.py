@@ -23,7 +23,8 @@ import scipy.sparse as sp
 from scipy.ndimage import minimum_filter1d
 
 from ..strokes.constraints import Constraints
-from .colour_model import COLOUR_WEIGHT, partition_colour_cost, prefix_colour_costs
+from .colour_model import (COLOUR_WEIGHT, partition_colour_cost, prefix_colour_costs,
+                           strokes_differ_in_colour)
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
     from ..solve.pencil import Pencil
@@ -144,6 +145,9 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     ratio, order = sweep_ratios(x, pencil, constraints)
     n = x.shape[0]
     score = np.log(np.maximum(ratio, np.finfo(float).tiny))
+    if colours is not None and constraints is not None \
+            and not strokes_differ_in_colour(colours, constraints.sets):
+        colours = None  # the strokes' colours do not tell the labels apart
     if colours is not None and colour_weight > 0:
         score = score + colour_weight * prefix_colour_costs(colours, order)
     best = int(np.argmin(score))

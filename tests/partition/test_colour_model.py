@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import segapp
 from segapp.graphs import graph_from_adjacency
-from segapp.partition.colour_model import (COLOUR_SAMPLES, lab_colours, partition_colour_cost,
+from segapp.partition.colour_model import (COLOUR_SAMPLES, lab_colours, strokes_differ_in_colour, partition_colour_cost,
                                            prefix_colour_costs)
 from segapp.partition.sweep import sweep_cut, sweep_ratios
 from segapp.solve.pencil import Pencil
@@ -133,13 +133,16 @@ def test_colour_sweep_minimises_log_ratio_plus_weighted_cost(seed, n, weight):
     pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
     LG, LH = pencil.dense()
     x, colours = rng.standard_normal(n), rng.normal(0, 10, (n, 3))
+    colours[lab == 2] += rng.choice([0.0, 200.0])   # strokes of one colour, or of two
     order = np.argsort(x, kind="stable")
+    # the term is used only where the strokes' colours differ beyond noise
+    used = weight if strokes_differ_in_colour(colours, cons.sets) else 0.0
     scores = []
     for p in range(1, n):
         ind = np.zeros(n)
         ind[order[:p]] = 1
         scores.append(np.log((ind @ LG @ ind) / (ind @ LH @ ind))
-                      + weight * partition_colour_cost(colours, ind > 0, 0.01))
+                      + used * partition_colour_cost(colours, ind > 0, 0.01))
     mask = sweep_cut(x, pencil, cons, colours=colours, colour_weight=weight)
     got = int(mask.sum())
     assert np.all(mask[order[:got]])
@@ -189,3 +192,34 @@ def test_fastge_option_colour_weight_reaches_the_sweep(monkeypatch):
             assert colours is None
         else:
             np.testing.assert_allclose(colours, lab_colours(img), atol=1e-4)
+
+
+@pytest.mark.parametrize("case, differ", [
+    ("one grey, two discs", False),
+    ("one grey, two clicks", False),
+    ("a disc catching one edge pixel", False),
+    ("two colours, two clicks", True),
+    ("two colours, two discs", True),
+    ("two greys 0.5 noise σ apart, two discs", True),
+])
+def test_strokes_differ_in_colour_beyond_noise(case, differ):
+    """The colour term is used only where the strokes' mean colours differ by more than 3
+    standard errors of the image's noise (and the strokes' own spread)."""
+    rng = np.random.default_rng(0)
+    H, W = 60, 80
+    img = 0.3 + 0.1 * rng.standard_normal((H, W, 3))
+    if case.startswith("two colours"):
+        img[:, W // 2:] += (0.4, -0.2, 0.1)
+    if case.startswith("two greys"):
+        img[:, W // 2:] += 0.05
+    if case == "a disc catching one edge pixel":
+        img = np.full((H, W, 3), 0.2)
+        img[30, 62] = 0.9                          # one pixel of a bright edge in the disc
+    colours = lab_colours(np.clip(img, 0, 1))
+    r = 0 if "clicks" in case else 2
+    sets = []
+    for y, x in ((30, 20), (30, 60)):
+        box = np.zeros((H, W), bool)
+        box[y - r:y + r + 1, x - r:x + r + 1] = True
+        sets.append(np.flatnonzero(box))
+    assert strokes_differ_in_colour(colours, sets) is differ
