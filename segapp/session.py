@@ -12,6 +12,7 @@ near-equal ones; strokes seen before (undo, redo) give back the answer given the
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from typing import Any, Callable
@@ -174,11 +175,16 @@ class Session:
             try:
                 if previous is not None:   # one preparation at a time, in order
                     previous.join()
-                self.prepare()
+                self.prepare(_EXITING.is_set)
             except BaseException as exc:   # noqa: BLE001 — the next update solves without
                 self._prepare_error = exc
+            finally:
+                with _PREPARING_LOCK:
+                    _PREPARING.discard(threading.current_thread())
 
         self._preparing = threading.Thread(target=run, name="segapp-prepare", daemon=True)
+        with _PREPARING_LOCK:
+            _PREPARING.add(self._preparing)
         self._preparing.start()
 
     def wait_prepared(self, cancel: CancelLike = None) -> None:
@@ -217,6 +223,24 @@ class Session:
         result = enlarge_result(result, s, vectors=False)
         result.preview = True
         return result
+
+
+#: Background preparations still running. A script that ends while one is inside CHOLMOD
+#: crashed (exit code 139, 2 of 8 runs of a three-edit script) or hung in the system OpenBLAS's
+#: exit handler: the factorization's OpenMP / OpenBLAS threads ran on while the process tore
+#: its libraries down. At exit they are cancelled (between steps) and joined first.
+_PREPARING: set[threading.Thread] = set()
+_PREPARING_LOCK = threading.Lock()
+_EXITING = threading.Event()
+
+
+@atexit.register
+def _finish_preparations() -> None:
+    _EXITING.set()
+    with _PREPARING_LOCK:
+        running = list(_PREPARING)
+    for thread in running:
+        thread.join()
 
 
 def _area(shape: tuple[int, ...]) -> int:

@@ -80,3 +80,34 @@ def test_rounding_noise_does_not_become_an_edge():
     g = image_graph(img)
     assert g.sigma == SIGMA_FLOOR
     assert g.degrees.reshape(20, 20)[5, 5] == pytest.approx(8.0, rel=1e-6)
+
+
+EXIT_SCRIPT = """
+import numpy as np, segapp
+rng = np.random.default_rng(0)
+img = rng.random((600, 600, 3)).astype(np.float32)
+s = np.zeros((600, 600), np.int32)
+s[100, 50:150] = 1
+s[200, 200:300] = 2
+session = segapp.Session(img)
+for row in (250, 350, 450):   # each answer starts the next factorization in the background
+    s[row, 10:100] = 1 + row % 2
+    session.update(s)
+print("answered")
+"""
+
+
+@pytest.mark.skipif(not __import__("segapp.solve.cholmod", fromlist=["available"]).available(),
+                    reason="the background preparation factors with CHOLMOD")
+def test_a_script_that_ends_while_the_next_edit_is_prepared_exits_cleanly():
+    """A script's last update starts a factorization in the background and the script ends at
+    once: the process must exit 0 (it crashed with 139 in 2 of 8 runs, or hung in OpenBLAS's
+    exit handler, while CHOLMOD's threads ran on during the teardown)."""
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "answered"
