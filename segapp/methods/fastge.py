@@ -63,9 +63,10 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            choices=("sweep", "kmeans")),
     # Issue 22 item 2: the ratio alone picks a poor first object/background cut (GrabCut-dev
     # first round 0.36 IoU where the sweep's order holds 0.64); 0 is FAST-GE's own sweep.
-    Option("colour_weight", float, COLOUR_WEIGHT, "two-label sweep: weight of the colour "
-           "term (two Gaussian colour models, nats per pixel) against log(cut ratio); 0 = "
-           "FAST-GE's ratio alone", "solve", low=0.0, high=100.0),
+    Option("colour_weight", float, COLOUR_WEIGHT, "two-label sweep on a photo: weight of the "
+           "colour term (two Gaussian colour models, nats per pixel) against log(cut ratio), "
+           "used where the strokes' colours differ beyond noise; 0 = FAST-GE's ratio alone",
+           "solve", low=0.0, high=100.0),
     # On by default (issue 10 item 4): fewer results made worse by a corrective stroke and
     # fewer strokes to 85/90% IoU on both dev sets and in the click protocol, with the gate
     # partition.PREVIOUS_GATE (docs/quality.md); a session's answer then depends on its edit

@@ -15,7 +15,9 @@ constant,
 (Σ the maximum-likelihood covariance of a side's colours plus ``floor``·I). ``c`` is in nats
 per pixel and does not change when colours are rescaled, as ``log ratio`` does not when the
 graph's weights are: :func:`segapp.partition.sweep.sweep_cut` minimises
-``log ratio + COLOUR_WEIGHT · c``. All n − 1 prefixes cost O(n + s log s) with prefix sums
+``log ratio + COLOUR_WEIGHT · c`` — where the two labels' strokes differ in mean colour
+beyond noise (:func:`strokes_differ_in_colour`); otherwise the colour models could not
+tell the sides apart and the sweep is FAST-GE's own. All n − 1 prefixes cost O(n + s log s) with prefix sums
 over a grid sample of s ≤ :data:`COLOUR_SAMPLES` pixels (15-30 ms at 0.25 MP).
 """
 
