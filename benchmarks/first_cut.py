@@ -35,8 +35,7 @@ import robot  # noqa: E402
 
 import segapp  # noqa: E402
 import segapp.partition.rounding as rounding  # noqa: E402
-from segapp.partition import (COLOUR_WEIGHT, embedding_potentials, sweep_cut,  # noqa: E402
-                              sweep_ratios)
+from segapp.partition import COLOUR_WEIGHT, embedding_potentials, sweep_ratios  # noqa: E402
 
 
 def _iou(side: np.ndarray, gt: np.ndarray) -> float:

@@ -45,8 +45,8 @@ from ..solve.harmonic import HarmonicSolver
 from ..solve.ordering import offsets_reach
 from ..graphs import Graph
 from ..options import SEED, Option, Settings
-from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvectors, rounding_confidence,
-                         stroke_agreement)
+from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvectors,
+                         rounding_confidence, stroke_agreement)
 from ..solve.pencil import Pencil
 from .base import Answer, n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod

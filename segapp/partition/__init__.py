@@ -30,9 +30,10 @@ from .sweep import (PREVIOUS_GATE, SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, SWEEP_WIND
                     sweep_cut, sweep_ratios)
 
 __all__ = [
-    "COLOUR_WEIGHT", "lab_colours", "KMEANS_SAMPLE", "PREVIOUS_GATE", "STROKE_AGREEMENT", "SWEEP_MIN_WINDOW", "SWEEP_TOLERANCE",
-    "SWEEP_WINDOW", "anchored_kmeans", "clamp_strokes", "degenerate_labels", "embed",
-    "embedding_potentials", "kmeans", "match_labels", "nondegenerate_sweep", "ratio_cut",
-    "reround_degenerate", "round_eigenvectors", "rounding_confidence", "stable_anchored_kmeans",
-    "stroke_agreement", "sweep_cut", "sweep_ratios",
+    "COLOUR_WEIGHT", "KMEANS_SAMPLE", "PREVIOUS_GATE", "STROKE_AGREEMENT", "SWEEP_MIN_WINDOW",
+    "SWEEP_TOLERANCE", "SWEEP_WINDOW", "anchored_kmeans", "clamp_strokes", "degenerate_labels",
+    "embed", "embedding_potentials", "kmeans", "lab_colours", "match_labels",
+    "nondegenerate_sweep", "ratio_cut", "reround_degenerate", "round_eigenvectors",
+    "rounding_confidence", "stable_anchored_kmeans", "stroke_agreement", "sweep_cut",
+    "sweep_ratios",
 ]

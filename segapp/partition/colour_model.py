@@ -17,8 +17,9 @@ per pixel and does not change when colours are rescaled, as ``log ratio`` does n
 graph's weights are: :func:`segapp.partition.sweep.sweep_cut` minimises
 ``log ratio + COLOUR_WEIGHT · c`` — where the two labels' strokes differ in mean colour
 beyond noise (:func:`strokes_differ_in_colour`); otherwise the colour models could not
-tell the sides apart and the sweep is FAST-GE's own. All n − 1 prefixes cost O(n + s log s) with prefix sums
-over a grid sample of s ≤ :data:`COLOUR_SAMPLES` pixels (15-30 ms at 0.25 MP).
+tell the sides apart and the sweep is FAST-GE's own. All n − 1 prefixes cost
+O(n + s log s) with prefix sums over a grid sample of s ≤ :data:`COLOUR_SAMPLES` pixels
+(15-30 ms at 0.25 MP).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ COLOUR_FLOOR = 0.01
 def _logdet(s1: np.ndarray, s2: np.ndarray, count: np.ndarray, floor: float) -> np.ndarray:
     """log det of the covariances of sides with colour sums ``s1`` (m, c), sums of the
     products ``s2`` (m, p) of the channel pairs :func:`_pairs` lists, and sizes ``count``
-    (m,). Closed form for c ≤ 3: ``np.linalg.slogdet`` of n 3×3 matrices took 0.1 s at 0.25 MP."""
+    (m,). Closed form for c ≤ 3: ``np.linalg.slogdet`` of n 3×3 matrices took 0.1 s at
+    0.25 MP."""
     c = s1.shape[1]
     mean = s1 / count[:, None]
     cov = {}
@@ -163,7 +165,6 @@ def strokes_differ_in_colour(colours: np.ndarray, sets: list[np.ndarray],
     same grey (there it moved a click's answer by 2.3% of the pixels from a 5×5 seed's).
     """
     f = np.asarray(colours, np.float64)
-    c = f.shape[1]
     means, covs, sizes = [], [], []
     for S in sets[:2]:
         g = f[S]

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import segapp
 from segapp.graphs import graph_from_adjacency
-from segapp.partition.colour_model import (COLOUR_SAMPLES, lab_colours, strokes_differ_in_colour, partition_colour_cost,
-                                           prefix_colour_costs)
+from segapp.partition.colour_model import (COLOUR_SAMPLES, lab_colours, partition_colour_cost,
+                                           prefix_colour_costs, strokes_differ_in_colour)
 from segapp.partition.sweep import sweep_cut, sweep_ratios
 from segapp.solve.pencil import Pencil
 from segapp.strokes.constraints import build_constraints
