@@ -109,8 +109,9 @@ def _lazy(name: str, doc: str) -> property:
     def get(self: Segmentation):
         v = self.__dict__.get(key)
         if callable(v):
-            # one computation when several threads read it at once (the app enlarges a 12 MP
-            # result's eigenvectors in the background while a heat map or an export asks)
+            # one computation when several threads read it at once (in the app, a 12 MP
+            # result's eigenvectors are enlarged when first read: a full-size heat map in the
+            # renderer's thread and an export's worker may ask together)
             with self.__dict__.setdefault(key + "_lock", threading.Lock()):
                 v = self.__dict__.get(key)
                 if callable(v):

@@ -89,8 +89,8 @@ class HeatmapPanel(QWidget):
         """Show the eigenvectors of a worker :class:`~segapp.live.Result` (None: clear)."""
         self.list.clear()
         seg = getattr(result, "segmentation", None)
-        # the working copy's vectors: a 12 MP result's full-size ones are enlarged later, in
-        # the background, and the GUI thread must not wait for them
+        # the working copy's vectors: a 12 MP result's full-size ones are enlarged only when
+        # first read, off the GUI thread, which must not wait for them
         eigenvectors = None if seg is None else result.thumbnail_vectors
         self._shown = seg
         if eigenvectors is None or eigenvectors.ndim != 3 or eigenvectors.shape[2] == 0:
