@@ -18,7 +18,7 @@ from ..errors import InvalidInputError
 from ..graphs import Graph, graph_from_adjacency, image_graph
 from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR
 from ..options import Option, Settings
-from ..partition import lab_colours
+from ..partition import ImageColours
 from .base import Method
 
 #: Options that shape the image graph (:func:`segapp.graphs.image.image_graph`); every graph method
@@ -68,12 +68,12 @@ class GraphMethod(Method):
         return method
 
     @property
-    def colours(self) -> np.ndarray | None:
-        """(n, c) colours of the pixels (CIE Lab; :func:`~segapp.partition.lab_colours`) when
-        the method was built from an image, else None; computed when first read (35-60 ms at
-        0.5 MP), since only a two-label sweep reads them."""
+    def colours(self) -> ImageColours | None:
+        """The pixels' colours (CIE Lab) and their noise when the method was built from an
+        image, else None; computed when first read (35-60 ms at 0.5 MP), since only a
+        two-label sweep reads them, and kept for every edit after."""
         if self._colours is None and self._image is not None:
-            self._colours = lab_colours(self._image)
+            self._colours = ImageColours.of_image(self._image)
         return self._colours
 
     @classmethod
@@ -99,7 +99,7 @@ class GraphMethod(Method):
         ``options`` checked here."""
         self.graph = graph
         self._image: np.ndarray | None = None
-        self._colours: np.ndarray | None = None
+        self._colours: ImageColours | None = None
         self.shape = graph.shape
         self.n = graph.n
         self._settle(type(self).resolve(options) if settings is None else settings)

@@ -19,7 +19,7 @@ the solvers (PyAMG), which the landmark methods, whose partitions come from here
 need.
 """
 
-from .colour_model import COLOUR_WEIGHT, lab_colours
+from .colour_model import COLOUR_WEIGHT, ImageColours, lab_colours
 from .confidence import rounding_confidence
 from .degenerate import degenerate_labels, nondegenerate_sweep, reround_degenerate
 from .embedding import embed, embedding_potentials
@@ -30,7 +30,7 @@ from .sweep import (PREVIOUS_GATE, SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, SWEEP_WIND
                     sweep_cut, sweep_ratios)
 
 __all__ = [
-    "COLOUR_WEIGHT", "KMEANS_SAMPLE", "PREVIOUS_GATE", "STROKE_AGREEMENT", "SWEEP_MIN_WINDOW",
+    "COLOUR_WEIGHT", "ImageColours", "KMEANS_SAMPLE", "PREVIOUS_GATE", "STROKE_AGREEMENT", "SWEEP_MIN_WINDOW",
     "SWEEP_TOLERANCE", "SWEEP_WINDOW", "anchored_kmeans", "clamp_strokes", "degenerate_labels",
     "embed", "embedding_potentials", "kmeans", "lab_colours", "match_labels",
     "nondegenerate_sweep", "ratio_cut", "reround_degenerate", "round_eigenvectors",

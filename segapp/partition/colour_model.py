@@ -24,6 +24,8 @@ O(n + s log s) with prefix sums over a grid sample of s ≤ :data:`COLOUR_SAMPLE
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 #: Weight of the colour cost (nats per pixel) against log(ratio) in the two-label sweep.
@@ -153,18 +155,45 @@ def colour_noise(colours: np.ndarray) -> np.ndarray:
     return 1.4826 * np.median(diff, axis=0) / np.sqrt(2)
 
 
-def strokes_differ_in_colour(colours: np.ndarray, sets: list[np.ndarray],
+@dataclass(frozen=True)
+class ImageColours:
+    """What the colour term reads of a photo, once per image (not per edit).
+
+    Attributes
+    ----------
+    lab : ndarray (n, c)
+        The pixels' colours (:func:`lab_colours`).
+    noise : ndarray (c,)
+        Their noise per channel (:func:`colour_noise`; 4 ms at 0.25 MP).
+    """
+
+    lab: np.ndarray
+    noise: np.ndarray
+
+    @classmethod
+    def of(cls, lab: np.ndarray) -> "ImageColours":
+        """From colours (n, c) already in the units of the colour term."""
+        lab = np.asarray(lab)
+        return cls(lab, colour_noise(lab))
+
+    @classmethod
+    def of_image(cls, image: np.ndarray) -> "ImageColours":
+        """From an image in [0, 1] (RGB or grey)."""
+        return cls.of(lab_colours(image))
+
+
+def strokes_differ_in_colour(colours: ImageColours, sets: list[np.ndarray],
                              floor: float = COLOUR_FLOOR) -> bool:
     """Whether the two labels' painted pixels ``sets`` differ in mean colour beyond chance:
     ``z² = Δμᵀ Σ⁻¹ Δμ / (1/n₁ + 1/n₂) > STROKE_COLOUR_Z²``, Σ the strokes' pooled colour
-    covariance plus the image's noise (:func:`colour_noise`; it stands in for the spread a
+    covariance plus the image's noise (:attr:`ImageColours.noise`; it stands in for the spread a
     click of one pixel cannot show).
 
     If they do not, the colour models cannot tell the sides apart and the colour term only
     adds noise: a ring drawn on one noisy grey, whose inside and outside are painted with the
     same grey (there it moved a click's answer by 2.3% of the pixels from a 5×5 seed's).
     """
-    f = np.asarray(colours, np.float64)
+    f = np.asarray(colours.lab, np.float64)
     means, covs, sizes = [], [], []
     for S in sets[:2]:
         g = f[S]
@@ -173,6 +202,6 @@ def strokes_differ_in_colour(colours: np.ndarray, sets: list[np.ndarray],
         d = g - means[-1]
         covs.append(d.T @ d / sizes[-1])
     dm = means[0] - means[1]
-    cov = (covs[0] + covs[1]) / 2 + np.diag(colour_noise(f) ** 2 + floor)
+    cov = (covs[0] + covs[1]) / 2 + np.diag(colours.noise ** 2 + floor)
     z2 = dm @ np.linalg.solve(cov, dm) / (1 / sizes[0] + 1 / sizes[1])
     return bool(z2 > STROKE_COLOUR_Z ** 2)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cancel import CancelToken
 from ..strokes.constraints import Constraints
-from .colour_model import COLOUR_WEIGHT
+from .colour_model import COLOUR_WEIGHT, ImageColours
 from .degenerate import reround_degenerate
 from .embedding import embed
 from .kmeans import stable_anchored_kmeans
@@ -30,7 +30,7 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
                        k2_partition: str = "sweep", seed: int = 0,
                        cancel: CancelToken | None = None,
                        previous: np.ndarray | None = None,
-                       colours: np.ndarray | None = None,
+                       colours: ImageColours | None = None,
                        colour_weight: float = COLOUR_WEIGHT,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
@@ -50,7 +50,7 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     then depends on the edit history, not only on the strokes; without ``previous`` (a new
     session, :func:`segapp.segment`) it is the history-free one.
 
-    ``colours`` (n, c; :func:`~segapp.partition.colour_model.lab_colours`): the sweep also
+    ``colours`` (:class:`~segapp.partition.colour_model.ImageColours`): the sweep also
     weighs how well two Gaussian colour models explain the cut (``colour_weight``; issue 22).
     """
     k = cons.k

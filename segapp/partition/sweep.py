@@ -23,8 +23,8 @@ import scipy.sparse as sp
 from scipy.ndimage import minimum_filter1d
 
 from ..strokes.constraints import Constraints
-from .colour_model import (COLOUR_WEIGHT, partition_colour_cost, prefix_colour_costs,
-                           strokes_differ_in_colour)
+from .colour_model import (COLOUR_WEIGHT, ImageColours, partition_colour_cost,
+                           prefix_colour_costs, strokes_differ_in_colour)
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
     from ..solve.pencil import Pencil
@@ -119,7 +119,7 @@ def sweep_ratios(x: np.ndarray, pencil: Pencil,
 def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
               previous: np.ndarray | None = None, tolerance: float = SWEEP_TOLERANCE,
               window: float = SWEEP_WINDOW, gate: float = PREVIOUS_GATE,
-              colours: np.ndarray | None = None,
+              colours: ImageColours | None = None,
               colour_weight: float = COLOUR_WEIGHT) -> np.ndarray:
     """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
 
@@ -136,7 +136,7 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     ratio at most ``gate`` × the best (:data:`PREVIOUS_GATE`; ``previous`` should have the
     strokes painted in), else the best prefix is taken.
 
-    With ``colours`` (n, c: :func:`~segapp.partition.colour_model.lab_colours`) the prefix
+    With ``colours`` (:class:`~segapp.partition.colour_model.ImageColours`) the prefix
     minimises ``log ratio + colour_weight · c(S)`` instead, ``c`` the colour cost of two
     Gaussian colour models (:mod:`~segapp.partition.colour_model`); tolerance and gate are
     then ``log tolerance`` and ``log gate`` on that score (the same rule: with
@@ -149,14 +149,14 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
             and not strokes_differ_in_colour(colours, constraints.sets):
         colours = None  # the strokes' colours do not tell the labels apart
     if colours is not None and colour_weight > 0:
-        score = score + colour_weight * prefix_colour_costs(colours, order)
+        score = score + colour_weight * prefix_colour_costs(colours.lab, order)
     best = int(np.argmin(score))
     if previous is not None and constraints is not None and gate < np.inf:
         # the two terms of ratio_cut are equal for two sides: each is the sweep's ratio
         own = np.log(max(ratio_cut(previous.astype(np.int64), pencil, constraints) / 2,
                          np.finfo(float).tiny))
         if colours is not None and colour_weight > 0:
-            own += colour_weight * partition_colour_cost(colours, previous)
+            own += colour_weight * partition_colour_cost(colours.lab, previous)
         if own > np.log(gate) + score[best]:
             previous = None
     if previous is not None:

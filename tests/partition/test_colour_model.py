@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 import segapp
 from segapp.graphs import graph_from_adjacency
-from segapp.partition.colour_model import (COLOUR_SAMPLES, lab_colours, partition_colour_cost,
-                                           prefix_colour_costs, strokes_differ_in_colour)
+from segapp.partition.colour_model import (COLOUR_SAMPLES, ImageColours, lab_colours,
+                                           partition_colour_cost, prefix_colour_costs,
+                                           strokes_differ_in_colour)
 from segapp.partition.sweep import sweep_cut, sweep_ratios
 from segapp.solve.pencil import Pencil
 from segapp.strokes.constraints import build_constraints
@@ -112,6 +113,7 @@ def test_the_colour_term_moves_the_cut_to_the_colour_edge_of_a_uniform_path():
     colours = colours + np.random.default_rng(0).normal(0, 1, (n, 3))
     plain = sweep_cut(x, pencil, None)
     assert abs(plain.sum() - 50) <= 1
+    colours = ImageColours.of(colours)
     np.testing.assert_array_equal(sweep_cut(x, pencil, None, colours=colours, colour_weight=0),
                                   plain)
     coloured = sweep_cut(x, pencil, None, colours=colours, colour_weight=3.0)
@@ -136,14 +138,14 @@ def test_colour_sweep_minimises_log_ratio_plus_weighted_cost(seed, n, weight):
     colours[lab == 2] += rng.choice([0.0, 200.0])   # strokes of one colour, or of two
     order = np.argsort(x, kind="stable")
     # the term is used only where the strokes' colours differ beyond noise
-    used = weight if strokes_differ_in_colour(colours, cons.sets) else 0.0
+    used = weight if strokes_differ_in_colour(ImageColours.of(colours), cons.sets) else 0.0
     scores = []
     for p in range(1, n):
         ind = np.zeros(n)
         ind[order[:p]] = 1
         scores.append(np.log((ind @ LG @ ind) / (ind @ LH @ ind))
                       + used * partition_colour_cost(colours, ind > 0, 0.01))
-    mask = sweep_cut(x, pencil, cons, colours=colours, colour_weight=weight)
+    mask = sweep_cut(x, pencil, cons, colours=ImageColours.of(colours), colour_weight=weight)
     got = int(mask.sum())
     assert np.all(mask[order[:got]])
     assert scores[got - 1] == pytest.approx(min(scores), abs=1e-9)
@@ -191,7 +193,7 @@ def test_fastge_option_colour_weight_reaches_the_sweep(monkeypatch):
         if w == 0:
             assert colours is None
         else:
-            np.testing.assert_allclose(colours, lab_colours(img), atol=1e-4)
+            np.testing.assert_allclose(colours.lab, lab_colours(img), atol=1e-4)
 
 
 @pytest.mark.parametrize("case, differ", [
@@ -215,7 +217,7 @@ def test_strokes_differ_in_colour_beyond_noise(case, differ):
     if case == "a disc catching one edge pixel":
         img = np.full((H, W, 3), 0.2)
         img[30, 62] = 0.9                          # one pixel of a bright edge in the disc
-    colours = lab_colours(np.clip(img, 0, 1))
+    colours = ImageColours.of_image(np.clip(img, 0, 1))
     r = 0 if "clicks" in case else 2
     sets = []
     for y, x in ((30, 20), (30, 60)):
