@@ -546,9 +546,17 @@ def test_failure_lines_do_not_repeat_the_image_path(pairs, tmp_path, capsys):
         assert line.count(Path(path).name) == 1, line
 
 
+#: ``python -m segapp.cli`` as a terminal starts it: with Ctrl+C's default handler. A shell
+#: starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT ignored; run
+#: from such a job (``cmd &`` in a script), the pool's Ctrl+C test got exit 0, not 130.
+_AS_FROM_A_TERMINAL = ("import runpy, signal, sys; "
+                       "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                       "sys.argv[0] = 'segapp'; runpy.run_module('segapp.cli', run_name='__main__')")
+
+
 def _start_batch(folder: Path, out: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "segapp.cli", "batch", str(folder), "-o",
-                             str(out), "-q", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-c", _AS_FROM_A_TERMINAL, "batch", str(folder),
+                             "-o", str(out), "-q", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
