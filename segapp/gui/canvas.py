@@ -2,7 +2,9 @@
 
 The canvas is a view of :class:`~segapp.gui.state.AppState`: it reads the tool, label, brush
 and view flags from it and follows their events; it keeps only view things (zoom, pan, the
-brush cursor). Strokes are painted into the :class:`~segapp.strokes.annotation.AnnotationModel`; it observes
+brush cursor). A press, drag and release go to the current tool of the table
+:data:`segapp.editing.TOOLS` (brush, eraser, fill, picker), in image coordinates, which paints
+into the :class:`~segapp.editing.AnnotationModel`; the canvas observes
 the model's ``changed(bbox)`` events and re-colours only that box of an RGBA stroke layer that
 shares memory with a QImage, then asks Qt to repaint only that rectangle. That keeps painting
 smooth on 12-megapixel images (no full-image conversions per mouse move). The box of a big
@@ -29,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..strokes.annotation import AnnotationModel, BBox
+from ..editing import TOOLS, AnnotationModel, BBox, ToolContext
 from .edits import Prepared
 from .loader import View, make_view
 from .qimage import RGBABuffer, label_lut
@@ -38,18 +40,21 @@ from .state import AppState
 
 HINT = "Pick a label (keys 1–9), then drag on the image"
 #: After the first label: what is still needed before anything is segmented.
-NEXT_HINT = ("Now pick a second label (key {key}) and paint another region: the image is "
+NEXT_HINT = ("Now pick a second label ({key}) and paint another region: the image is "
              "segmented once two labels are painted")
-#: The fill tool's ring: this many screen pixels across, at every zoom.
+#: The fill and picker tools' ring: this many screen pixels across, at every zoom.
 FILL_RING_PX = 14
 
 
-def hint_text(labels_present: list[int]) -> str:
-    """The canvas's hint for the labels painted so far ("" once two are)."""
+def hint_text(labels_present: list[int], order: list[int] | None = None) -> str:
+    """The canvas's hint for the labels painted so far ("" once two are); ``order``: the
+    schema's label ids (key k picks the k-th)."""
     if not labels_present:
         return HINT
     if len(labels_present) == 1:
-        return NEXT_HINT.format(key=next(i for i in range(1, 10) if i not in labels_present))
+        order = order or list(range(1, 10))
+        k = next(k for k, i in enumerate(order, 1) if i not in labels_present)
+        return NEXT_HINT.format(key=f"key {k}" if k <= 9 else "in the Labels panel")
     return ""
 ZOOM_STEP = 1.25
 MIN_ZOOM, MAX_ZOOM = 0.01, 64.0
@@ -84,10 +89,16 @@ class Canvas(QGraphicsView):
         New scale (screen pixels per image pixel).
     fillRequested(int x, int y)
         The fill tool was clicked on image pixel (x, y); the tool is the brush again after.
+    labelPicked(int label)
+        The picker (or Ctrl+click) chose the label under the mouse.
+    message(str)
+        Something for the status bar (a locked label, what was picked).
     """
 
     zoomChanged = Signal(float)
     fillRequested = Signal(int, int)
+    labelPicked = Signal(int)
+    message = Signal(str)
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -106,7 +117,8 @@ class Canvas(QGraphicsView):
         self._lut = label_lut({})
         self._strokes: RGBABuffer | None = None
         self._prepared: Prepared | None = None  # see prepared_layer
-        self._painting = False
+        self._tool = None  # the tool that took the press, while the button is down
+        self._context: ToolContext | None = None
         self._panning = False
         self._space_down = False
         self._pan_anchor = QPointF()
@@ -148,7 +160,8 @@ class Canvas(QGraphicsView):
         state.watch(self._update_cursor, "label", "tool", "brush_size", "brush_screen")
         state.watch(self._apply_opacity, "opacity", "boundaries")
         ev.show_image.connect(self._image_item.setVisible)
-        ev.show_overlay.connect(self._overlay_item.setVisible)
+        ev.show_overlay.connect(
+            lambda on: self._overlay_item.setVisible(on and not self.heatmap_shown))
         ev.show_strokes.connect(lambda on: self._stroke_item and self._stroke_item.setVisible(on))
 
     # -- content ---------------------------------------------------------------------------
@@ -179,7 +192,9 @@ class Canvas(QGraphicsView):
         self._stroke_item.setVisible(self.state.show_strokes)
         self.scene().addItem(self._stroke_item)
         self.scene().setSceneRect(QRectF(0, 0, w, h))
-        self._lut = label_lut(model.colors())  # the view's strokes are coloured with these
+        self._lut = self._layer_lut()  # the view's strokes are coloured with these
+        if self.state.hidden_labels():  # the loader coloured every label
+            self._strokes.paint_labels(model.scribbles, self._lut)
         self._update_cursor()
         self._auto_fit = True
         self.fit_to_window()
@@ -200,9 +215,13 @@ class Canvas(QGraphicsView):
         return not self._overlay_item.pixmap().isNull()
 
     def set_heatmap(self, image: QImage | None) -> None:
-        """Full-size eigenvector heat map over the image, or None to hide it."""
+        """Full-size eigenvector heat map over the image, or None to hide it.
+
+        It is drawn opaque and the segmentation colours are hidden under it: blended with them
+        (and the photo) its blue-white-red scale could not be read. The strokes stay on top."""
         self._heat_item.setPixmap(QPixmap() if image is None else QPixmap.fromImage(image))
         self._heat_item.setVisible(image is not None)
+        self._overlay_item.setVisible(image is None and self.state.show_overlay)
 
     @property
     def heatmap_shown(self) -> bool:
@@ -210,7 +229,7 @@ class Canvas(QGraphicsView):
 
     def _apply_opacity(self) -> None:
         self._overlay_item.setOpacity(self.state.overlay_opacity())
-        self._heat_item.setOpacity(max(self.state.opacity, 0.5))
+        self._heat_item.setOpacity(1.0)
 
     def stroke_layer(self) -> np.ndarray | None:
         """The RGBA stroke layer as displayed (for tests)."""
@@ -221,11 +240,19 @@ class Canvas(QGraphicsView):
         return self._lut.copy()
 
     # -- model observation -----------------------------------------------------------------
+    def _layer_lut(self) -> np.ndarray:
+        """The stroke layer's colours: hidden labels transparent."""
+        lut = label_lut({} if self.model is None else self.model.colors())
+        lut[list(self.state.hidden_labels())] = 0
+        return lut
+
     def _on_labels_changed(self, _label_id: int) -> None:
         if self.model is None:
             return
-        self._lut = label_lut(self.model.colors())
-        self._on_model_changed(BBox.full(self.model.shape))
+        lut = self._layer_lut()
+        if not np.array_equal(lut, self._lut):
+            self._lut = lut
+            self._on_model_changed(BBox.full(self.model.shape))
         self._update_cursor()
 
     @contextmanager
@@ -254,7 +281,7 @@ class Canvas(QGraphicsView):
         """The one-line hint shows what to do next while fewer than two labels are painted
         (hidden during a stroke)."""
         text = "" if self.model is None or self.state.history is None \
-            else hint_text(self.state.history.label_ids_present())
+            else hint_text(self.state.history.label_ids_present(), self.model.schema.ids())
         show = bool(text) and not self.model.stroking
         self.hint.setVisible(show)
         if show:
@@ -271,7 +298,7 @@ class Canvas(QGraphicsView):
     def _update_cursor(self) -> None:
         pen = self._cursor_item.pen()
         label = self.state.paint_label()
-        if label == 0 or self.model is None:
+        if label == 0 or self.model is None or label not in self.model.schema:
             pen.setColor(QColor(255, 255, 255))
             pen.setStyle(Qt.PenStyle.DashLine)
         else:
@@ -281,7 +308,8 @@ class Canvas(QGraphicsView):
         self._place_cursor(self._cursor_item.rect().center())
 
     def _place_cursor(self, center: QPointF) -> None:
-        r = FILL_RING_PX / 2 / self.zoom if self.state.tool == "fill" else self.brush_radius()
+        point = TOOLS[self.state.tool].cursor == "point"
+        r = FILL_RING_PX / 2 / self.zoom if point else self.brush_radius()
         rect = QRectF(center.x() - r, center.y() - r, 2 * r, 2 * r)
         self._cursor_item.setRect(rect)
         self._cursor_outline.setRect(rect)
@@ -336,6 +364,16 @@ class Canvas(QGraphicsView):
             self.zoom_by(ZOOM_STEP ** steps)
         event.accept()
 
+    def _tool_context(self) -> ToolContext:
+        shown = self.state.shown
+        return ToolContext(
+            model=self.model, label=self.state.paint_label(), radius=self.brush_radius(),
+            unlabelled_only=self.state.unlabelled_only,
+            result=None if shown is None or shown.result.preview else shown.labels,
+            fill=lambda x, y: emit(self.fillRequested, x, y),
+            choose=lambda label: emit(self.labelPicked, label),
+            say=lambda text: emit(self.message, text))
+
     def mousePressEvent(self, event) -> None:  # noqa: N802
         button = event.button()
         if button == Qt.MouseButton.MiddleButton or (
@@ -347,20 +385,14 @@ class Canvas(QGraphicsView):
             return
         if button == Qt.MouseButton.LeftButton and self.model is not None:
             p = self._image_pos(event)
-            if self.state.tool == "fill":
-                x, y = int(np.floor(p.x())), int(np.floor(p.y()))
-                h, w = self.model.shape
-                if 0 <= x < w and 0 <= y < h:
-                    emit(self.fillRequested, x, y)
-                # One click, one fill, as GIMP's bucket is used: a tool that stayed on made
-                # the next "stroke" a fill of a whole segment (issue 23).
-                self.state.tool = "brush"
-                event.accept()
-                return
-            self._painting = True
-            self.model.begin_stroke(self.state.paint_label(), self.brush_radius(),
-                                    self.state.unlabelled_only)
-            self.model.extend_stroke([(p.x(), p.y())])
+            # Ctrl+click picks the label under the mouse, whatever the tool (as in GIMP)
+            ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+            name = "picker" if ctrl else self.state.tool
+            tool = TOOLS[name]
+            self._context = self._tool_context()
+            self._tool = tool if tool.press(self._context, p.x(), p.y()) else None
+            if tool.one_shot and self.state.tool == name:
+                self.state.tool = "brush"  # one click, one fill (or pick): issue 23
             event.accept()
             return
         super().mousePressEvent(event)
@@ -376,8 +408,8 @@ class Canvas(QGraphicsView):
             self.verticalScrollBar().setValue(self.verticalScrollBar().value() - int(d.y()))
             event.accept()
             return
-        if self._painting and self.model is not None and self.model.stroking:
-            self.model.extend_stroke([(p.x(), p.y())])
+        if self._tool is not None:
+            self._tool.move(self._context, p.x(), p.y())
             event.accept()
             return
         super().mouseMoveEvent(event)
@@ -390,12 +422,10 @@ class Canvas(QGraphicsView):
                                       else Qt.CursorShape.CrossCursor)
             event.accept()
             return
-        if self._painting and event.button() == Qt.MouseButton.LeftButton:
-            self._painting = False
-            if self.model is not None and self.model.stroking:
-                p = self._image_pos(event)
-                self.model.extend_stroke([(p.x(), p.y())])
-                self.model.end_stroke()  # the model announces the record (stroke_finished)
+        if self._tool is not None and event.button() == Qt.MouseButton.LeftButton:
+            tool, self._tool = self._tool, None
+            p = self._image_pos(event)
+            tool.release(self._context, p.x(), p.y())
             event.accept()
             return
         super().mouseReleaseEvent(event)

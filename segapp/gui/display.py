@@ -14,7 +14,7 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from ..io import render
-from ..strokes.annotation import AnnotationModel
+from ..editing import AnnotationModel
 from .canvas import Canvas
 from .edits import region_at
 from .qtcompat import emit
@@ -137,15 +137,17 @@ class Display(QObject):
             return
         labels, colors, boundaries = shown.labels, self.state.colors(), self.state.boundaries
         unsure, seg = self.state.unsure, shown.result.segmentation
-        preview = shown.result.preview
+        preview, hidden = shown.result.preview, self.state.hidden_labels()
         # kept by what it shows: the undo or redo of a stroke gets its overlay back at once
         key = (shown.tag, shown.result.preview, tuple(sorted(colors.items())), boundaries,
-               unsure)
+               unsure, hidden)
 
         def layer() -> Any:
             # the function the exported overlay is drawn with (render.overlay = this +
             # composite); the confidence map is computed here, in the renderer's thread
             out = render.label_layer(labels, colors, boundaries)
+            if hidden:  # a hidden label's segment is not drawn (its colour left clear)
+                out[..., 3][np.isin(labels, hidden)] = 0
             if preview:   # hatched: the answer that replaces it may differ (issue 22 item 5)
                 return render.mark_preview(out)
             return render.mark_unsure(out, getattr(seg, "confidence", None)) if unsure else out

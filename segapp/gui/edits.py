@@ -19,27 +19,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-from ..strokes.annotation import MAX_LABELS, BBox, EditRecord
+from ..editing import BBox, EditRecord, count_change, label_counts
 from .journal import pack_map
+
+__all__ = ["BIG_EDIT_PIXELS", "Prepared", "count_change", "is_big", "label_counts", "prepare",
+           "region_at"]
 
 #: Edits whose box holds at least this many pixels are prepared off the GUI thread (undo and
 #: redo too); smaller ones (brush strokes) are applied at once. At 2**20 px the work left
 #: on the GUI thread in one piece would be ~10 ms on an idle machine.
 BIG_EDIT_PIXELS = 1 << 20
-
-
-def label_counts(labels: np.ndarray) -> np.ndarray:
-    """Pixels per label id 0..MAX_LABELS of a label map (int64)."""
-    return np.bincount(np.ravel(labels), minlength=MAX_LABELS + 1)[:MAX_LABELS + 1]
-
-
-def count_change(record: EditRecord) -> np.ndarray:
-    """How many pixels of each label id 0..MAX_LABELS ``record`` adds (negative: removes)
-    when it is applied (redo); its undo changes the counts by the negative of this."""
-    # only the pixels that changed: bincount converts its input to int64, 0.1-0.2 s for the
-    # box of a 12 MP fill or clear, where comparing and selecting takes ~20 ms
-    changed = record.old != record.new
-    return label_counts(record.new[changed]) - label_counts(record.old[changed])
 
 
 def region_at(labels: np.ndarray, y: int, x: int) -> np.ndarray:

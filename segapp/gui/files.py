@@ -14,58 +14,57 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from .. import io
-from ..io import render
-from ..strokes.annotation import Label
+from .. import exports, io
+from ..editing import Label, LabelSchema
 from ..errors import InvalidInputError
+from ..io import render
 
 SESSION_FORMAT = "segapp-session"
 SESSION_VERSION = 1
 SESSION_SUFFIX = ".segapp.json"
 
-EXPORT_KINDS = ("labels", "masks", "overlay", "heatmaps")
+EXPORT_KINDS = ("labels", "masks", "overlay", "heatmaps", "soft", "coco")
 
 
 # --------------------------------------------------------------------------------------------
 # export
 # --------------------------------------------------------------------------------------------
-def _slug(name: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9_-]+", "-", name.strip()).strip("-").lower()
-    return s or "label"
-
-
 @dataclass
 class ExportItem:
-    """One file an export will write: its path and a function computing its pixels."""
+    """One file an export will write: its path and a function computing its content (an
+    array or Pillow image written as PNG, or bytes written as they are)."""
 
     path: Path
-    make: Callable[[], np.ndarray]
+    make: Callable[[], Any]
     what: str
 
 
 def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
-                image: np.ndarray, labels: np.ndarray | None, label_table: dict[int, Label],
+                image: np.ndarray, labels: np.ndarray | None, schema: LabelSchema,
                 eigenvectors: np.ndarray | Callable[[], np.ndarray] | None = None,
                 vmax: tuple[float, ...] | None = None, alpha: float = 0.5,
                 boundaries: bool = False, label_ids: tuple[int, ...] | None = None,
-                n_vectors: int | None = None) -> list[ExportItem]:
+                n_vectors: int | None = None,
+                confidence: Callable[[], np.ndarray | None] | None = None,
+                image_name: str | None = None) -> list[ExportItem]:
     """List the files an export writes (nothing is written or computed yet).
 
     Parameters
     ----------
     base : path
-        ``folder/stem.png``; files are named ``stem_labels.png``, ``stem_mask<id>_<name>.png``,
-        ``stem_overlay.png`` and ``stem_eigenvector_<j>.png`` (as ``segapp segment`` names
-        its heat maps).
-    kinds : subset of ``("labels", "masks", "overlay", "heatmaps")``
-    image, labels, label_table, eigenvectors
+        ``folder/stem.png``; files are named ``stem_labels.png`` (indexed, in the schema's
+        colours) with ``stem_labels.json`` (its labels: ids, names, colours),
+        ``stem_mask<id>_<name>.png``, ``stem_overlay.png``, ``stem_eigenvector_<j>.png`` (as
+        ``segapp segment`` names its heat maps), ``stem_confidence.png`` and
+        ``stem_soft<id>_<name>.png`` (16-bit), ``stem_coco.json``.
+    kinds : subset of :data:`EXPORT_KINDS`
+    image, labels, schema, eigenvectors
         What to export; ``labels`` is the segmentation (every pixel a label id, or 0 where
         unlabelled).
     vmax : tuple of float, optional
@@ -76,11 +75,15 @@ def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
     label_ids : tuple of int, optional
         The labels present (``Segmentation.label_ids``); default: found in ``labels`` (0.2 s
         at 12 MP, which the app's GUI thread must not spend).
+    confidence : callable, optional
+        Gives ``Segmentation.confidence`` (read by the export's worker); "soft" needs it.
+    image_name : str, optional
+        The image's file name, for the labels JSON and the COCO file.
 
     Raises
     ------
     InvalidInputError
-        Nothing to export (no segmentation yet).
+        Nothing to export (no segmentation yet), or soft masks of a method without confidence.
     """
     base = Path(base)
     stem = base.name[:-4] if base.name.lower().endswith(".png") else base.name
@@ -90,16 +93,20 @@ def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
                                 "the segmentation")
     items: list[ExportItem] = []
     lab = np.asarray(labels)
-    colors = {i: tuple(t.color) for i, t in label_table.items()}
-    names = {i: t.name for i, t in label_table.items()}
+    colors = schema.colors()
+    ids = sorted(int(v) for v in (np.unique(lab) if label_ids is None else label_ids) if v > 0)
+    mask_name = f"{stem}_labels.png"
     if "labels" in kinds:
-        items.append(ExportItem(folder / f"{stem}_labels.png",
-                                lambda: lab.astype(np.uint8), "label map"))
+        items.append(ExportItem(folder / mask_name, lambda: exports.indexed_png(lab, schema),
+                                "label map"))
+        items.append(ExportItem(folder / f"{stem}_labels.json",
+                                lambda: exports.sidecar_json(schema, mask=mask_name,
+                                                             image=image_name, labels=lab),
+                                "labels JSON"))
     if "masks" in kinds:
-        ids = np.unique(lab) if label_ids is None else label_ids
-        for i in sorted(int(v) for v in ids if v > 0):
-            name = names.get(i, f"label {i}")
-            items.append(ExportItem(folder / f"{stem}_mask{i}_{_slug(name)}.png",
+        for i in ids:
+            name = schema.name(i)
+            items.append(ExportItem(folder / f"{stem}_mask{i}_{exports.slug(name)}.png",
                                     lambda i=i: np.where(lab == i, 255, 0).astype(np.uint8),
                                     f"mask of {name}"))
     if "overlay" in kinds:
@@ -119,6 +126,30 @@ def plan_export(base: str | os.PathLike, kinds: tuple[str, ...] | list[str], *,
                 lambda j=j, v=v: render.heatmap_with_colorbar(np.asarray(vectors())[:, :, j],
                                                               vmax=v),
                 f"eigenvector {j + 1} heat map"))
+    if "soft" in kinds:
+        if confidence is None:
+            raise InvalidInputError("this method gives no confidence: no soft masks to export")
+
+        def conf() -> np.ndarray:
+            c = confidence()
+            if c is None:
+                raise InvalidInputError("this method gives no confidence: no soft masks")
+            return np.asarray(c)
+        items.append(ExportItem(folder / f"{stem}_confidence.png",
+                                lambda: exports.unit_png(conf()), "confidence (16-bit)"))
+        for i in ids:
+            name = schema.name(i)
+            items.append(ExportItem(
+                folder / f"{stem}_soft{i}_{exports.slug(name)}.png",
+                lambda i=i: exports.unit_png(exports.soft.soft_mask(lab, conf(), i, len(ids))),
+                f"soft mask of {name} (16-bit)"))
+    if "coco" in kinds:
+        entry = exports.CocoImage(image_name or f"{stem}.png", lab,
+                                  mask_name if "labels" in kinds else None)
+        items.append(ExportItem(folder / f"{stem}_coco.json",
+                                lambda: exports.coco_for_masks([entry], schema,
+                                                               f"segapp export of {stem}"),
+                                "COCO annotations"))
     return items
 
 
@@ -196,5 +227,7 @@ def load_session(json_path: str | os.PathLike) -> tuple[SessionData, np.ndarray]
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"{json_path}: malformed session ({exc})") from exc
     image = io.read_image(image_path)
-    scribbles = io.read_scribbles(scribble_path, shape=image.shape)
+    # the app's own label map: ids up to the largest a schema may hold
+    scribbles = io.read_scribbles(scribble_path, shape=image.shape,
+                                  max_label=max([lab.id for lab in labels], default=9))
     return SessionData(image_path, scribbles, labels, settings), image

@@ -42,7 +42,8 @@ def qt_host(window: Any, recovery_dir: str | os.PathLike | None | bool = None) -
     return Host(
         dialogs=Dialogs(ask=lambda *a: window.ask(*a),
                         choose=lambda *a: window.choose(*a),
-                        get_path=lambda *a, **k: window.get_path(*a, **k)),
+                        get_path=lambda *a, **k: window.get_path(*a, **k),
+                        get_folder=lambda *a: window.get_folder(*a)),
         layers=window.canvas,
         loader=Loader(window),
         saver=Loader(window, supersede=False),

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..strokes.annotation import MAX_LABELS, BBox, EditRecord, Label
+from ..editing import MAX_LABELS, BBox, EditRecord, Label
 
 BASE, EDIT, LABELS, SETTINGS, EXPORT_BEGIN, EXPORT_FILE, EXPORT_END, SAVED, UNDO, REDO, \
     CURRENT = range(1, 12)
@@ -59,6 +59,7 @@ class Recovered:
     #: exports that never finished: ``{"paths": planned, "missing": not written}``
     exports: list[dict[str, list[str]]] = field(default_factory=list)
     label: int | None = None  # the label painted with last (None: not in the journal)
+    project: Path | None = None  # the folder the image was worked on in (None: alone)
     #: the undo history (read with ``history=True``), oldest first; the first ``applied`` of
     #: them are in :attr:`scribbles`, the rest were undone and can be redone
     steps: list[EditRecord] = field(default_factory=list)
@@ -129,14 +130,15 @@ class Journal:
     # -- writing ---------------------------------------------------------------------------
     def start(self, image_path: Any, scribbles: np.ndarray, labels: list[Label],
               settings: dict[str, Any], saved: bool = False, label: int | None = None,
-              history: bytes = b"") -> None:
+              history: bytes = b"", project: str | None = None) -> None:
         """Begin a new journal whose base is this state (replaces the file atomically).
 
         ``history``: :func:`history_frames` of an undo history that starts from
-        ``scribbles`` (a restore: the base is then :meth:`Recovered.origin`)."""
+        ``scribbles`` (a restore: the base is then :meth:`Recovered.origin`); ``project``:
+        the folder the image is worked on in."""
         self.close()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        data = self._base(image_path, scribbles, labels, settings, label) + history
+        data = self._base(image_path, scribbles, labels, settings, label, project) + history
         if saved:
             data += _frame(SAVED, b"{}")
         with open(tmp, "wb") as fh:
@@ -149,11 +151,12 @@ class Journal:
 
     @staticmethod
     def _base(image_path: Any, scribbles: np.ndarray, labels: list[Label],
-              settings: dict[str, Any], label: int | None = None) -> bytes:
+              settings: dict[str, Any], label: int | None = None,
+              project: str | None = None) -> bytes:
         h, w = scribbles.shape
         meta = _json({"image": str(image_path), "shape": [h, w],
                       "labels": [lab.to_dict() for lab in labels], "settings": settings,
-                      "label": label})
+                      "label": label, "project": project})
         return _frame(BASE, struct.pack("<I", len(meta)) + meta + pack_map(scribbles))
 
     def _append(self, kind: int, payload: bytes) -> None:
@@ -265,9 +268,11 @@ def _apply(rec: Recovered | None, kind: int, payload: bytes,
         meta = json.loads(payload[4:4 + n])
         h, w = (int(v) for v in meta["shape"])
         scribbles = np.frombuffer(zlib.decompress(payload[4 + n:]), np.uint8).reshape(h, w)
+        project = meta.get("project")
         return Recovered(Path(meta["image"]), scribbles.astype(np.int32),
                          [Label.from_dict(d) for d in meta["labels"]], dict(meta["settings"]),
-                         saved=not scribbles.any(), label=_label(meta.get("label")))
+                         saved=not scribbles.any(), label=_label(meta.get("label")),
+                         project=Path(project) if isinstance(project, str) else None)
     if rec is None:
         return None
     if kind in (EDIT, UNDO, REDO):

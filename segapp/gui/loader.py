@@ -10,7 +10,7 @@ signal and is handed to the ``done`` callback of the load that asked for it; a l
 cancelled or superseded by a newer one never calls ``done``.
 
 What is prepared in the worker is everything the GUI thread would otherwise spend more than
-a few milliseconds on: the float image, the :class:`~segapp.strokes.annotation.AnnotationModel` with
+a few milliseconds on: the float image, the :class:`~segapp.editing.AnnotationModel` with
 its strokes, and the display picture (:func:`display_picture`, a QImage in the format the
 canvas draws without conversion). QImage, unlike QPixmap, may be made outside the GUI thread.
 """
@@ -31,14 +31,13 @@ from PySide6.QtGui import QImage
 
 from .. import io
 from ..io import render
-from ..strokes.annotation import AnnotationModel, Label
+from ..editing import AnnotationModel, Label, LabelSchema
 from ..errors import Cancelled, InvalidInputError, SegappError
-from .document.opening import Loaded
+from .document.opening import Loaded, TooLarge
 from .files import SessionData
 from .files import load_session as read_session
 from .qimage import RGBABuffer, label_lut
 from .qtcompat import emit
-from .edits import label_counts
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +72,47 @@ def make_view(image: np.ndarray, model: AnnotationModel) -> View:
 
 
 def load_image(path: Path, step: Step, *, scribbles: np.ndarray | None = None,
-               labels: list[Label] | None = None) -> Loaded:
+               labels: LabelSchema | list[Label] | None = None,
+               pixel_limit: int | None = io.DEFAULT_PIXEL_LIMIT,
+               strokes_of: Callable[[tuple[int, int]], np.ndarray | None] | None = None
+               ) -> Loaded:
     """Read ``path`` and prepare its display picture and stroke model (worker thread).
 
     ``scribbles`` / ``labels`` are strokes that come with it (recovered work); they must
-    have the image's size (else InvalidInputError).
+    have the image's size (else InvalidInputError). ``strokes_of(shape)``: where they come
+    from when they are read with the image (a folder project's saved strokes).
+    ``pixel_limit``: larger files are refused before decoding (:exc:`TooLarge`).
     """
     step(0, 3, f"Reading {path.name}")
-    return _prepare(path, io.read_image(path), step, scribbles, labels)
+    if pixel_limit is not None:
+        pixels = declared_pixels(path)
+        if pixels is not None and pixels > pixel_limit:
+            raise TooLarge(path, pixels, pixel_limit)
+    image = io.read_image(path, pixel_limit=None)
+    if scribbles is None and strokes_of is not None:
+        scribbles = strokes_of(image.shape[:2])
+    return _prepare(path, image, step, scribbles, labels)
+
+
+def declared_pixels(path: Path) -> int | None:
+    """The pixel count an image file declares in its header (nothing is decoded); None if it
+    cannot be read (reading the image then says why)."""
+    import re
+    import warnings
+
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow's bomb warning: the size is what we want
+            with Image.open(path) as img:
+                w, h = img.size
+                return int(w) * int(h)
+    except Image.DecompressionBombError as exc:  # far above Pillow's own limit
+        found = re.search(r"\((\d+) pixels\)", str(exc))
+        return int(found.group(1)) if found else None
+    except Exception:
+        return None
 
 
 def load_session(path: Path, step: Step) -> tuple[SessionData, Loaded]:
@@ -91,19 +123,20 @@ def load_session(path: Path, step: Step) -> tuple[SessionData, Loaded]:
 
 
 def _prepare(path: Path, image: np.ndarray, step: Step, scribbles: np.ndarray | None,
-             labels: list[Label] | None) -> Loaded:
+             labels: LabelSchema | list[Label] | None) -> Loaded:
     if scribbles is not None and np.shape(scribbles) != image.shape[:2]:
         h, w = np.shape(scribbles)
         raise InvalidInputError(f"{Path(path).name} is {image.shape[1]}×{image.shape[0]} but the "
-                           f"strokes are {w}×{h}")
+                                f"strokes are {w}×{h}")
     step(1, 3, "Preparing the strokes")
-    model = AnnotationModel(image.shape[:2])
-    if labels:
-        model.set_labels(labels)
-    if scribbles is not None:
-        model.set_scribbles(scribbles)  # loaded strokes are not an undoable step
+    if labels is not None and not isinstance(labels, LabelSchema):
+        schema = LabelSchema()
+        schema.replace(labels)  # the labels of a session or a journal over the defaults
+        labels = schema
+    # loaded strokes are where the history starts, not an undoable step
+    model = AnnotationModel(image.shape[:2], labels, scribbles)
     step(2, 3, "Preparing the display")
-    return Loaded(Path(path), image, model, make_view(image, model), label_counts(model.scribbles))
+    return Loaded(Path(path), image, model, make_view(image, model))
 
 
 class _Signals(QObject):

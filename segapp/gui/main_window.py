@@ -34,12 +34,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..strokes.annotation import MAX_LABELS
 from . import actions, files, help
 from .bind import bind
 from .canvas import Canvas
 from .display import Display
 from .document import Document
+from .folder_panel import FolderPanel
 from .host import qt_host
 from .heatmap_panel import HeatmapPanel
 from .icons import app_icon, icon
@@ -90,9 +90,13 @@ class MainWindow(QMainWindow):
         self.label_panel = LabelPanel(state, self)
         self.settings_panel = SettingsPanel(state, self, report=self.show_error)
         self.heatmap_panel = HeatmapPanel(state, self)
+        self.folder_panel = FolderPanel(self)
         self._dock("Labels", self.label_panel, Qt.DockWidgetArea.LeftDockWidgetArea)
         self._dock("Settings", self.settings_panel, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.folder_dock = self._dock("Folder", self.folder_panel,
+                                      Qt.DockWidgetArea.RightDockWidgetArea)
         self._dock("Eigenvectors", self.heatmap_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.folder_dock.hide()  # shown when a folder is open
 
         self.worker = SegmentationWorker(self, debounce_ms=debounce_ms)
         self.document = Document(qt_host(self, recovery_dir), state)
@@ -131,6 +135,14 @@ class MainWindow(QMainWindow):
         doc, s = self.document, self.state
         slots: dict[str, Callable[..., Any]] = {
             "open": doc.open_dialog, "import_scribbles": doc.import_dialog,
+            "open_folder": doc.open_folder_dialog,
+            "previous_image": lambda: doc.go(-1), "next_image": lambda: doc.go(1),
+            "mark_done": lambda: doc.mark_done(),
+            "export_soft": lambda: doc.export_dialog(("soft",)),
+            "export_coco": lambda: doc.export_dialog(("labels", "coco")),
+            "export_dataset": doc.export_dataset_dialog,
+            "load_schema": doc.load_schema_dialog, "save_schema": doc.save_schema_dialog,
+            "add_label": self.label_panel.add_label,
             "save_session": lambda: doc.save_session(),
             "save_session_as": lambda: doc.save_session(ask_path=True),
             "export_all": lambda: doc.export_dialog(files.EXPORT_KINDS),
@@ -149,8 +161,8 @@ class MainWindow(QMainWindow):
         }
         for tool in TOOLS:
             slots[tool] = lambda _on=False, t=tool: setattr(s, "tool", t)
-        for i in range(1, MAX_LABELS + 1):
-            slots[f"label{i}"] = lambda _=False, i=i: self.select_label(i)
+        for k in range(1, actions.LABEL_KEYS + 1):
+            slots[f"label{k}"] = lambda _=False, k=k: self.select_key(k)
         return slots
 
     def _build_actions(self) -> None:
@@ -256,6 +268,14 @@ class MainWindow(QMainWindow):
         self.canvas.setFocus()
 
         self.label_panel.clearLabelRequested.connect(self.document.clear_label)
+        self.label_panel.message.connect(self.show_info)
+        self.canvas.labelPicked.connect(self.select_label)
+        self.canvas.message.connect(self.show_info)
+        self.folder_panel.openRequested.connect(self.document.open_in_folder)
+        self.folder_panel.doneToggled.connect(
+            lambda path, done: self.document.set_done(Path(path), done))
+        self.folder_panel.step.connect(self.document.go)
+        self.document.projectChanged.connect(self._on_project)
         s.events.method.connect(lambda _m: self.document.settings_changed())
         s.events.options.connect(lambda _o: self.document.settings_changed())
         self.settings_panel.load_method()
@@ -270,6 +290,8 @@ class MainWindow(QMainWindow):
         doc.exporter.finished.connect(lambda _r: self.status.export_done())
         self.cancel_export_button.clicked.connect(doc.exporter.cancel)
         doc.loader.progress.connect(self.status.load_progress)
+        # an old message is about the image being replaced: it goes when the next one loads
+        doc.loader.progress.connect(lambda _i, n, _t: n and self.message_bar.hide())
         doc.editor.progress.connect(self.status.edit_progress)
         doc.saver.progress.connect(lambda _i, n, text: n and self.show_info(f"{text}…"))
         self.cancel_load_button.clicked.connect(doc.loader.cancel)
@@ -286,15 +308,21 @@ class MainWindow(QMainWindow):
         self._update_undo()
         self.message_bar.hide()
         self.time_label.setText("")
+        self._on_project()
         self.canvas.setFocus()
 
     def _on_labels_changed(self, label_id: int) -> None:
-        """Renamed labels everywhere: the Paint menu, and the status line if it is the current."""
-        labels = self.state.strokes.labels
-        for i, lab in labels.items():
-            self.actions_by_name[f"label{i}"].setText(f"{i}: {lab.name}")
-        if label_id == self.state.label:
-            self.show_info(f"Painting {labels[label_id].name}")
+        """Renamed labels everywhere: the Paint menu (keys 1–9 pick the first nine), and the
+        status line if it is the current."""
+        schema = self.state.strokes.schema
+        ids = schema.ids()
+        for k in range(1, actions.LABEL_KEYS + 1):
+            act = self.actions_by_name[f"label{k}"]
+            act.setVisible(k <= len(ids))
+            if k <= len(ids):
+                act.setText(f"{k}: {schema[ids[k - 1]].name}")
+        if label_id == self.state.label and label_id in schema:
+            self.show_info(f"Painting {schema.name(label_id)}")
 
     def _update_undo(self) -> None:
         h = self.state.history
@@ -308,7 +336,20 @@ class MainWindow(QMainWindow):
     def _update_title(self) -> None:
         path = self.state.image_path
         name = Path(path).name if path else "no image"
-        self.setWindowTitle(f"{name}{' *' if self.document.dirty else ''} — segapp")
+        project = self.document.project
+        where = ""
+        if project is not None and project.contains(path):
+            where = f" ({project.index(Path(path)) + 1}/{len(project.images)} of " \
+                    f"{project.folder.name})"
+        self.setWindowTitle(f"{name}{where}{' *' if self.document.dirty else ''} — segapp")
+
+    def _on_project(self) -> None:
+        """The folder, its images or their states changed."""
+        project = self.document.project
+        self.folder_panel.show_project(project, self.state.image_path)
+        if project is not None:
+            self.folder_dock.show()
+        self._update_title()
 
     def apply_settings(self, settings: dict[str, Any]) -> None:
         """Settings from a session or a recovered journal."""
@@ -334,6 +375,10 @@ class MainWindow(QMainWindow):
         box.exec()
         clicked = box.clickedButton()
         return next((b for b, w in zip(buttons, made) if w is clicked), buttons[-1])
+
+    def get_folder(self, title: str, default: str) -> str | None:
+        """Folder dialog."""
+        return QFileDialog.getExistingDirectory(self, title, default) or None
 
     def get_path(self, title: str, default: str, filters: str, save: bool) -> str | None:
         """File dialog; the app asks about overwriting itself (for multi-file exports too)."""
@@ -372,16 +417,25 @@ class MainWindow(QMainWindow):
         return self.document.offer_recovery()
 
     def select_label(self, label: int) -> None:
-        """Paint with label 1..9 (the eraser gives way to the brush)."""
+        """Paint with label id ``label`` (the eraser gives way to the brush)."""
+        model = self.state.strokes
+        if model is not None and label not in model.schema:
+            return
         self.state.label = label
         if self.state.tool == "eraser":
             self.state.tool = "brush"
+        self.show_info(f"Painting {model.schema.name(label)}" if model else f"Label {label}")
+
+    def select_key(self, k: int) -> None:
+        """Key ``k`` (1–9): the k-th label of the schema."""
         model = self.state.strokes
-        self.show_info(f"Painting {model.labels[label].name}" if model else f"Label {label}")
+        ids = model.schema.ids() if model is not None else list(range(1, 10))
+        if k <= len(ids):
+            self.select_label(ids[k - 1])
 
     @property
     def model(self) -> Any:
-        """The strokes of the current image (:class:`~segapp.strokes.annotation.AnnotationModel`)."""
+        """The strokes of the current image (:class:`~segapp.editing.AnnotationModel`)."""
         return self.state.strokes
 
     @property

@@ -7,7 +7,7 @@ from typing import Mapping
 import numpy as np
 from PySide6.QtGui import QImage
 
-from ..strokes.annotation import MAX_LABELS, BBox
+from ..editing import MAX_LABELS, BBox
 
 
 def rgb_to_qimage(rgb: np.ndarray) -> QImage:

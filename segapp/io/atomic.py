@@ -50,6 +50,16 @@ def _to_pil(array: np.ndarray) -> Image.Image:
     return Image.fromarray(np.ascontiguousarray(a, dtype=np.uint16))  # mode I;16
 
 
+def _writer(data: np.ndarray | Image.Image | bytes) -> Callable[[BinaryIO], object]:
+    """How one item of :func:`write_pngs_atomic` is written: an array as PNG (validated by
+    :func:`_to_pil`), a Pillow image as PNG as it is (a palette or 16-bit image made by the
+    caller), bytes as they are (a JSON file of the same set)."""
+    if isinstance(data, (bytes, bytearray)):
+        return lambda fh: fh.write(data)
+    img = data if isinstance(data, Image.Image) else _to_pil(data)
+    return lambda fh: img.save(fh, format="PNG")
+
+
 def _os_error(exc: OSError, message: str) -> OSError:
     """Same OSError subclass and errno as ``exc`` but with a clean one-line message."""
     # Built-in subclasses (PermissionError, ...) take a plain message; foreign ones may not.
@@ -139,7 +149,9 @@ def write_pngs_atomic(items: Sequence[tuple[PathLike, np.ndarray]],
     Parameters
     ----------
     items : sequence of (path, array)
-        Destinations (distinct) and their data, as for :func:`write_png_atomic`.
+        Destinations (distinct) and their data, as for :func:`write_png_atomic`; an item may
+        also be a Pillow image (written as PNG as it is: a palette or 16-bit image) or bytes
+        (written as they are, e.g. a JSON file that belongs to the set).
     overwrite : bool, optional
         If False and a destination exists, nothing is written (FileExistsError).
 
@@ -157,13 +169,13 @@ def write_pngs_atomic(items: Sequence[tuple[PathLike, np.ndarray]],
     """
     dests = [Path(p) for p, _ in items]
     check_distinct(dests)
-    images = [_to_pil(a) for _, a in items]  # validate everything before touching the disk
+    writers = [_writer(a) for _, a in items]  # validate everything before touching the disk
     for p in dests:
         _check_destination(p, overwrite)   # staging below is the real test of the directory
     staged: list[Path] = []
     try:
-        for p, img in zip(dests, images):
-            staged.append(_stage(p, lambda fh, img=img: img.save(fh, format="PNG")))
+        for p, write in zip(dests, writers):
+            staged.append(_stage(p, write))
     except BaseException:
         _discard(staged)
         raise

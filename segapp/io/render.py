@@ -17,6 +17,10 @@ from ..errors import InvalidInputError
 
 __all__ = [
     "PALETTE",
+    "MORE_COLORS",
+    "MAX_LABEL_ID",
+    "default_color",
+    "default_colors",
     "BACKGROUND_COLOR",
     "label_color",
     "to_rgb8",
@@ -50,6 +54,55 @@ PALETTE: np.ndarray = np.array(
     dtype=np.uint8,
 )
 PALETTE.setflags(write=False)
+
+#: Colours of label ids 10..32, after :data:`PALETTE`: picked one at a time from a 6-level RGB
+#: grid (no near-black colour: black is "unlabelled" in scribble files), each the farthest
+#: from those before it. Any two of the 32 lie at least 67 apart (Euclidean RGB), beyond the
+#: 48 within which :func:`segapp.io.read_scribbles` takes a stroke colour for a label's.
+MORE_COLORS: np.ndarray = np.array(
+    [(51, 255, 0), (153, 0, 255), (102, 0, 0), (255, 0, 102), (0, 0, 255), (0, 102, 0),
+     (102, 153, 51), (255, 255, 255), (0, 255, 204), (102, 255, 102), (255, 51, 255),
+     (153, 51, 102), (153, 102, 255), (153, 255, 0), (153, 255, 255), (255, 0, 0),
+     (255, 153, 255), (0, 255, 102), (255, 255, 153), (51, 102, 255), (102, 51, 204),
+     (102, 153, 153), (255, 102, 102)],
+    dtype=np.uint8,
+)
+MORE_COLORS.setflags(write=False)
+
+#: The largest label id an 8-bit label map (and an indexed PNG) holds.
+MAX_LABEL_ID = 255
+_DEFAULT_COLORS: np.ndarray | None = None
+
+
+def default_colors() -> np.ndarray:
+    """The default colour of every label id: ``(MAX_LABEL_ID + 1, 3)`` uint8, row ``i`` for
+    label ``i`` (row 0, unlabelled, black). Ids 1..9 take :data:`PALETTE`, 10..32
+    :data:`MORE_COLORS`; later ids continue the farthest-colour picking on an 8-level grid."""
+    global _DEFAULT_COLORS
+    if _DEFAULT_COLORS is None:
+        chosen = np.concatenate([PALETTE, MORE_COLORS]).astype(np.float64)
+        levels = np.linspace(0, 255, 8).round()
+        grid = np.stack(np.meshgrid(levels, levels, levels, indexing="ij"), -1).reshape(-1, 3)
+        grid = grid[grid.max(axis=1) >= 100]
+        nearest = np.linalg.norm(grid[:, None] - chosen[None], axis=2).min(axis=1)
+        picks = [chosen]
+        for _ in range(MAX_LABEL_ID - len(chosen)):
+            k = int(nearest.argmax())
+            picks.append(grid[k][None])
+            nearest = np.minimum(nearest, np.linalg.norm(grid - grid[k], axis=1))
+        table = np.zeros((MAX_LABEL_ID + 1, 3), np.uint8)
+        table[1:] = np.concatenate(picks).astype(np.uint8)
+        table.setflags(write=False)
+        _DEFAULT_COLORS = table
+    return _DEFAULT_COLORS
+
+
+def default_color(label: int) -> tuple[int, int, int]:
+    """The default colour of label id ``label`` (1..:data:`MAX_LABEL_ID`), see
+    :func:`default_colors`."""
+    if not 1 <= int(label) <= MAX_LABEL_ID:
+        raise InvalidInputError(f"label ids are 1..{MAX_LABEL_ID}, got {label}")
+    return tuple(int(c) for c in default_colors()[int(label)])  # type: ignore[return-value]
 
 #: Colour of unlabelled pixels in scribble files (see :func:`segapp.io.read_scribbles`).
 BACKGROUND_COLOR: tuple[int, int, int] = (0, 0, 0)
@@ -96,8 +149,8 @@ def label_color(label: int, colors: ColorSpec = None) -> np.ndarray:
     label : int
         Label id, 1-based.
     colors : sequence of RGB, (n, 3) array, mapping {label id: RGB} or None
-        Colour table; ``None`` means :data:`PALETTE`. Sequences are indexed by ``label - 1``
-        and cycle when there are more labels than colours.
+        Colour table; ``None`` means each label's :func:`default_color`. Sequences are indexed
+        by ``label - 1`` and cycle when there are more labels than colours.
 
     Returns
     -------
@@ -123,13 +176,13 @@ def _color_table(colors: ColorSpec, max_label: int) -> np.ndarray:
     Row 0 (unlabelled) is unused and left black.
     """
     table = np.zeros((max(max_label, 0) + 1, 3), dtype=np.uint8)
-    if colors is None:
-        colors = PALETTE
-    if isinstance(colors, Mapping):
+    if colors is None or isinstance(colors, Mapping):
+        defaults = default_colors()
         for lab in range(1, max_label + 1):
-            # Labels missing from the mapping fall back to the palette so nothing is invisible.
-            table[lab] = (_as_rgb_triplet(colors[lab]) if lab in colors
-                          else PALETTE[(lab - 1) % len(PALETTE)])
+            # Labels missing from the mapping take their default colour: nothing is invisible.
+            fallback = defaults[(lab - 1) % MAX_LABEL_ID + 1]
+            table[lab] = (_as_rgb_triplet(colors[lab]) if colors is not None and lab in colors
+                          else fallback)
         return table
     seq = [_as_rgb_triplet(c) for c in colors]
     if not seq:

@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InvalidInputError
-from .render import PALETTE
+from .render import MAX_LABEL_ID, PALETTE
 from .opening import (_GREY_16BIT_MODES, DEFAULT_PIXEL_LIMIT, PathLike, _as_path, _describe,
                       _open_image)
 
@@ -57,7 +57,8 @@ _LOSSY_FORMATS = frozenset({"JPEG", "MPO"})
 
 
 def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
-                   pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> np.ndarray:
+                   pixel_limit: int | None = DEFAULT_PIXEL_LIMIT, max_label: int = MAX_LABEL,
+                   colors: dict[int, tuple[int, int, int]] | None = None) -> np.ndarray:
     """Read a scribble file as an int32 label map (0 = unlabelled, 1..9 = label ids).
 
     Parameters
@@ -68,6 +69,11 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
         Expected image shape ``(H, W)`` or ``(H, W, C)``; only ``H, W`` are compared.
     pixel_limit : int or None
         As for :func:`read_image`.
+    max_label : int
+        Largest label id (default 9; a label schema's largest id, up to 255, when one is used).
+    colors : dict, optional
+        ``{label id: (r, g, b)}`` of a label schema: colour strokes take the id of the schema
+        colour they match (instead of :data:`segapp.io.render.PALETTE`'s).
 
     Returns
     -------
@@ -121,7 +127,8 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
     p = _as_path(path, "the scribble file")
     img = _open_image(p, what="scribble", pixel_limit=pixel_limit)
     try:
-        labels = _scribble_labels(img)
+        limit = _check_max_label(max_label)
+        labels = _scribble_labels(img, limit, colors)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{p}: {exc}") from None
     except Exception as exc:
@@ -149,22 +156,32 @@ def _check_shape(shape: object) -> tuple[int, int]:
     return int(dims[0]), int(dims[1])
 
 
-def _scribble_labels(img: Image.Image) -> np.ndarray:
+def _check_max_label(max_label: object) -> int:
+    if isinstance(max_label, bool) or not isinstance(max_label, (int, np.integer)) \
+            or not 1 <= max_label <= MAX_LABEL_ID:
+        raise InvalidInputError(f"max_label must be an integer 1..{MAX_LABEL_ID}, "
+                                f"got {max_label!r}")
+    return int(max_label)
+
+
+def _scribble_labels(img: Image.Image, max_label: int = MAX_LABEL,
+                     colors: dict[int, tuple[int, int, int]] | None = None) -> np.ndarray:
     mode = img.mode
     lossy = (img.format or "").upper() in _LOSSY_FORMATS
-    if mode in ("P", "PA") and not _palette_is_label_map(img):
-        return _labels_from_colors(np.asarray(img.convert("RGBA")), lossy)   # read by colour
+    if mode in ("P", "PA") and not _palette_is_label_map(img, max_label):
+        return _labels_from_colors(np.asarray(img.convert("RGBA")), lossy, max_label,
+                                   colors)   # read by colour
     if mode in ("1", "L", "P", "I", "F") or mode in _GREY_16BIT_MODES or mode.startswith("I;"):
         values = np.asarray(img)
     elif mode in ("LA", "PA"):
         values = np.where(np.asarray(img.getchannel("A")) == 0, 0, np.asarray(img.getchannel(0)))
     else:
         rgba = np.asarray(img.convert("RGBA"))
-        return _labels_from_colors(rgba, lossy)
-    return _check_label_values(values)
+        return _labels_from_colors(rgba, lossy, max_label, colors)
+    return _check_label_values(values, max_label)
 
 
-def _palette_is_label_map(img: Image.Image) -> bool:
+def _palette_is_label_map(img: Image.Image, max_label: int = MAX_LABEL) -> bool:
     """Whether a palette image's indices are label ids (a label map with a display palette,
     as PASCAL VOC's) rather than colour strokes saved with a palette (which an editor
     orders as it likes: black need not be index 0, red may be index 190).
@@ -176,7 +193,7 @@ def _palette_is_label_map(img: Image.Image) -> bool:
     """
     idx = np.asarray(img if img.mode == "P" else img.getchannel(0))
     used = np.unique(idx)
-    if used.size == 0 or int(used.max()) > MAX_LABEL:
+    if used.size == 0 or int(used.max()) > max_label:
         return False
     if used[0] == 0:
         rgba = np.asarray(img.convert("RGBA"))[idx == 0]
@@ -236,44 +253,45 @@ def _uniform_interior(values: np.ndarray) -> np.ndarray:
     return inner
 
 
-def _check_label_values(values: np.ndarray) -> np.ndarray:
+def _check_label_values(values: np.ndarray, max_label: int = MAX_LABEL) -> np.ndarray:
     v = np.asarray(values)
     if v.dtype == np.bool_:
         return v.astype(np.int32)
     if np.issubdtype(v.dtype, np.floating):
         if not np.all(np.isfinite(v)) or not np.array_equal(v, np.round(v)):
-            raise InvalidInputError("scribble values must be integer label ids 0..9")
+            raise InvalidInputError(f"scribble values must be integer label ids 0..{max_label}")
     lo = int(v.min()) if v.size else 0
     hi = int(v.max()) if v.size else 0
     if lo < 0:
-        raise InvalidInputError(f"scribble values must be label ids 0..{MAX_LABEL}, found {lo}")
-    if hi > MAX_LABEL:
-        share = float(np.mean(v > MAX_LABEL))
+        raise InvalidInputError(f"scribble values must be label ids 0..{max_label}, found {lo}")
+    if hi > max_label:
+        share = float(np.mean(v > max_label))
         if share > _MAX_STROKE_SHARE:
             raise InvalidInputError(
-                f"{share:.0%} of the pixels are above {MAX_LABEL}: this looks like a photo, "
-                f"not scribbles (label ids 0..{MAX_LABEL}, or colour strokes on black or "
+                f"{share:.0%} of the pixels are above {max_label}: this looks like a photo, "
+                f"not scribbles (label ids 0..{max_label}, or colour strokes on black or "
                 "transparency)")
         raise InvalidInputError(
-            f"scribble values must be label ids 0..{MAX_LABEL}, found {hi} (is this a colour "
-            f"stroke image saved as greyscale? draw labels with values 1..{MAX_LABEL})")
+            f"scribble values must be label ids 0..{max_label}, found {hi} (is this a colour "
+            f"stroke image saved as greyscale? draw labels with values 1..{max_label})")
     return v.astype(np.int32)
 
 
-def _labels_from_colors(rgba: np.ndarray, lossy: bool = False) -> np.ndarray:
+def _labels_from_colors(rgba: np.ndarray, lossy: bool = False, max_label: int = MAX_LABEL,
+                        palette: dict[int, tuple[int, int, int]] | None = None) -> np.ndarray:
     """Label map from an ``(H, W, 4)`` uint8 colour-stroke image (rules in read_scribbles);
     ``lossy``: the file was a JPEG (colours blurred across ~2 px)."""
     rgb = rgba[..., :3]
     opaque = rgba[..., 3] >= _ALPHA_THRESHOLD
     if np.all(rgb[..., 0] == rgb[..., 1]) and np.all(rgb[..., 1] == rgb[..., 2]) \
-            and int(rgb.max(initial=0)) <= MAX_LABEL:
+            and int(rgb.max(initial=0)) <= max_label:
         return np.where(opaque, rgb[..., 0], 0).astype(np.int32)
     stroke = opaque & (rgb.max(axis=2) > _BLACK_TOLERANCE)
     labels = np.zeros(rgb.shape[:2], dtype=np.int32)
     if not stroke.any():
         return labels
     _refuse_a_photo(stroke)
-    colors, n_interior = _stroke_colors(rgb, stroke)
+    colors, n_interior = _stroke_colors(rgb, stroke, max_label)
     if lossy and len(colors) > n_interior:
         raise InvalidInputError(
             f"{len(colors) - n_interior} of the {len(colors)} stroke colours appear only in "
@@ -289,7 +307,7 @@ def _labels_from_colors(rgba: np.ndarray, lossy: bool = False) -> np.ndarray:
             f"{np.mean(~ok):.0%} of the non-black pixels match none of the {len(colors)} "
             "stroke colours found: this looks like a photo, not colour strokes on black or "
             "transparency")
-    ids = _color_ids(colors, nearest, ok)
+    ids = _color_ids(colors, nearest, ok, palette)
     labels[stroke] = np.where(ok, ids[nearest], 0)
     return labels
 
@@ -305,7 +323,8 @@ def _refuse_a_photo(stroke: np.ndarray) -> None:
             "transparency)")
 
 
-def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray) -> tuple[list[np.ndarray], int]:
+def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray,
+                   max_label: int = MAX_LABEL) -> tuple[list[np.ndarray], int]:
     """The painted colours of a colour-stroke image (rules 3–4 of :func:`read_scribbles`).
 
     First from the strokes' interiors (:func:`_interior`), where neither anti-aliasing nor
@@ -315,18 +334,19 @@ def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray) -> tuple[list[np.ndarray
     """
     core = _interior(rgb, stroke)
     colors: list[np.ndarray] = []
-    _add_colors(colors, rgb[core].astype(np.float64), _MIN_COLOR_SHARE * core.sum())
+    _add_colors(colors, rgb[core].astype(np.float64), _MIN_COLOR_SHARE * core.sum(),
+                max_label=max_label)
     n_interior = len(colors)
     bright = np.zeros_like(stroke)
     bright[stroke] = rgb[stroke].max(axis=1) >= _BRIGHT
     _add_colors(colors, rgb[bright].astype(np.float64), _MIN_THIN_SHARE * bright.sum(),
-                rgb=rgb, stroke=stroke, where=bright)
+                rgb=rgb, stroke=stroke, where=bright, max_label=max_label)
     return colors, n_interior
 
 
 def _add_colors(colors: list[np.ndarray], P: np.ndarray, min_count: float, *,
                 rgb: np.ndarray | None = None, stroke: np.ndarray | None = None,
-                where: np.ndarray | None = None) -> None:
+                where: np.ndarray | None = None, max_label: int = MAX_LABEL) -> None:
     """Append the stroke colours among the pixels ``P`` (m, 3) to ``colors``, greedily.
 
     Candidates are the means of the most populated colour bins (16 levels per channel, which
@@ -363,10 +383,10 @@ def _add_colors(colors: list[np.ndarray], P: np.ndarray, min_count: float, *,
         mine = Q[near]
         t = mine @ (mean / np.linalg.norm(mean))
         colors.append(mine[t >= 0.9 * np.percentile(t, 99)].mean(axis=0))
-        if len(colors) > MAX_LABEL:
+        if len(colors) > max_label:
             raise InvalidInputError(
-                f"more than {MAX_LABEL} distinct stroke colours (a photo, or not strokes on "
-                f"black?); use at most {MAX_LABEL} solid colours on black or transparency")
+                f"more than {max_label} distinct stroke colours (a photo, or not strokes on "
+                f"black?); use at most {max_label} solid colours on black or transparency")
         rest = np.flatnonzero(~_explained(P, colors) & ~tried)
 
 
@@ -458,15 +478,21 @@ def _shade_distance(P: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(d2, 0.0))
 
 
-def _color_ids(colors: list[np.ndarray], nearest: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Label id per dominant colour: its palette entry if every colour has a distinct one
-    within tolerance, else 1..n by first appearance (``nearest`` is in raster order)."""
+def _color_ids(colors: list[np.ndarray], nearest: np.ndarray, ok: np.ndarray,
+               palette: dict[int, tuple[int, int, int]] | None = None) -> np.ndarray:
+    """Label id per dominant colour: its palette entry (``palette``: a schema's colours by id,
+    default :data:`PALETTE`) if every colour has a distinct one within tolerance, else 1..n
+    by first appearance (``nearest`` is in raster order)."""
     C = np.array(colors)
-    dist = np.linalg.norm(C[:, None, :] - PALETTE[None, :, :].astype(float), axis=2)
+    table = ({i: c for i, c in enumerate(PALETTE.tolist(), start=1)} if palette is None
+             else palette)
+    known_ids = np.array(list(table), dtype=np.int32)
+    known = np.array(list(table.values()), dtype=float).reshape(-1, 3)
+    dist = np.linalg.norm(C[:, None, :] - known[None, :, :], axis=2)
     entry = dist.argmin(axis=1)
     if np.all(dist[np.arange(len(C)), entry] <= _COLOR_TOLERANCE) \
             and len(set(entry.tolist())) == len(C):
-        return (entry + 1).astype(np.int32)
+        return known_ids[entry]
     first = np.array([np.flatnonzero(ok & (nearest == j))[:1].tolist() or [len(nearest)]
                       for j in range(len(C))]).ravel()
     ids = np.empty(len(C), np.int32)

@@ -23,8 +23,9 @@ from PIL import Image
 from PySide6.QtCore import Qt
 from skimage.segmentation import flood
 
-from segapp.strokes.annotation import BBox, EditRecord, Label
-from segapp.gui import edits, journal, state
+from segapp.editing import BBox, EditRecord, Label
+from segapp.editing import history
+from segapp.gui import edits, journal, state  # noqa: F401
 from segapp.gui.qimage import RGBABuffer
 
 from .conftest import DISC_CENTER, drag, gaps_while, idle_noise, open_and_wait, segment
@@ -50,7 +51,7 @@ def assert_layer_shows(win, expected: np.ndarray) -> None:
     reference = layer_reference(model.scribbles, model.labels)
     wrong = np.count_nonzero((layer != reference).any(axis=-1))
     assert wrong == 0, f"{wrong} stroke-layer pixels do not show their label"
-    counts = np.bincount(model.scribbles.ravel(), minlength=10)[:10]
+    counts = np.bincount(model.scribbles.ravel(), minlength=256)
     np.testing.assert_array_equal(win.state.history.counts, counts)
 
 
@@ -85,7 +86,7 @@ def gui_thread_work(monkeypatch):
 
     monkeypatch.setattr(RGBABuffer, "paint_labels",
                         spy("colour", RGBABuffer.paint_labels, box_size))
-    for module in (edits, state):
+    for module in (edits, history):
         monkeypatch.setattr(module, "count_change",
                             spy("count", edits.count_change, lambda r: r.old.size))
     for module in (edits, journal):
@@ -254,7 +255,7 @@ def test_a_prepared_edit_is_the_colouring_counting_and_packing_of_its_values(rec
     np.testing.assert_array_equal(ready.values, values)
     pixels = ready.pixels.view(np.uint8).reshape(*values.shape, 4)
     np.testing.assert_array_equal(pixels, layer_reference(values, labels))
-    expected = np.zeros(10, np.int64)
+    expected = np.zeros(256, np.int64)
     for a, b in zip(record.old.ravel(), record.new.ravel()):
         expected[a] -= 1
         expected[b] += 1

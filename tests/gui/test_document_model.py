@@ -10,7 +10,7 @@ import numpy as np
 
 from segapp.gui.document import Dialogs, Document, Host, Loaded
 from segapp.gui.state import AppState
-from segapp.strokes.annotation import AnnotationModel, Emitter
+from segapp.editing import AnnotationModel, Emitter
 
 
 def test_the_document_controller_imports_no_qt():
@@ -48,9 +48,11 @@ class Prefs(dict):
         self[key] = value
 
 
-def read_image(path, step, scribbles=None, labels=None):
+def read_image(path, step, scribbles=None, labels=None, pixel_limit=None, strokes_of=None):
     image = np.zeros((8, 10), np.float32)
-    return Loaded(Path(path), image, AnnotationModel(image.shape), None)
+    if scribbles is None and strokes_of is not None:
+        scribbles = strokes_of(image.shape)
+    return Loaded(Path(path), image, AnnotationModel(image.shape, labels, scribbles), None)
 
 
 def make_document(tmp_path, answers):

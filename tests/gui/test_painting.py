@@ -24,8 +24,9 @@ def test_label_keys_reach_the_canvas_after_typing_a_brush_size(qtbot, window):
     qtbot.keyClick(win.focusWidget() or win, Qt.Key.Key_3)
     assert win.state.label == 3 and win.state.brush_size == 30
     # the label list never takes the keyboard either
-    qtbot.mouseClick(win.label_panel.list.viewport(), Qt.MouseButton.LeftButton,
-                     pos=win.label_panel.list.visualItemRect(win.label_panel.list.item(1)).center())
+    table = win.label_panel.table
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton,
+                     pos=table.visualItemRect(table.item(1, 0)).center())
     assert win.state.label == 2
     qtbot.keyClick(win.focusWidget() or win, Qt.Key.Key_4)
     assert win.state.label == 4

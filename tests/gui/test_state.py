@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from segapp.strokes.annotation import AnnotationModel, default_labels
+from segapp.editing import AnnotationModel, default_labels
 from segapp.gui.journal import CURRENT, Journal, history_frames
-from segapp.gui.state import AppState, History
+from segapp.editing import History
+from segapp.gui.state import AppState
 
 
 def test_fields_emit_once_per_change_and_check_their_values():
@@ -192,7 +193,7 @@ def test_an_undo_the_journal_cannot_match_starts_the_history_there(tmp_path):
     rec3 = model.apply_stroke([(5, 1), (5, 9)], 3, 1.0)
     journal.edit(rec3.bbox, rec3.new)
     journal.current(5)
-    journal._append(CURRENT, b'{"label": 42}')  # not a label: the one before stays
+    journal._append(CURRENT, b'{"label": 300}')  # not a label: the one before stays
     journal.close()
     back = Journal.read(tmp_path / "j.sgj", history=True)
     np.testing.assert_array_equal(back.scribbles, model.scribbles)

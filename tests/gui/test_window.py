@@ -94,10 +94,20 @@ def test_export_writes_files_matching_the_model_and_asks_before_overwriting(
         qtbot.keyClick(win.canvas, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     names = sorted(p.name for p in out.iterdir())
     m = result.eigenvectors.shape[2]
-    assert names == sorted(["shot_labels.png", "shot_mask1_disc.png", "shot_mask2_label-2.png",
-                            "shot_overlay.png"]
+    assert names == sorted(["shot_labels.png", "shot_labels.json", "shot_mask1_disc.png",
+                            "shot_mask2_label-2.png", "shot_overlay.png", "shot_confidence.png",
+                            "shot_soft1_disc.png", "shot_soft2_label-2.png", "shot_coco.json"]
                            + [f"shot_eigenvector_{j + 1}.png" for j in range(m)])
-    np.testing.assert_array_equal(np.asarray(Image.open(out / "shot_labels.png")), result.labels)
+    indexed = Image.open(out / "shot_labels.png")
+    assert indexed.mode == "P"  # the label ids, shown in the labels' colours
+    np.testing.assert_array_equal(np.asarray(indexed), result.labels)
+    assert indexed.getpalette()[3:6] == list(win.model.labels[1].color)
+    side = json.loads((out / "shot_labels.json").read_text())
+    assert side["labels"][0] == {"id": 1, "name": "Disc!", "color": list(win.model.labels[1].color)}
+    assert side["mask"] == "shot_labels.png" and side["image"] == "disc.png"
+    conf = Image.open(out / "shot_confidence.png")
+    assert conf.mode.startswith("I")  # 16 bits
+    np.testing.assert_allclose(np.asarray(conf) / 65535, result.confidence, atol=1 / 65535)
     mask1 = np.asarray(Image.open(out / "shot_mask1_disc.png"))
     np.testing.assert_array_equal(mask1 == 255, result.labels == 1)
     ov = np.asarray(Image.open(out / "shot_overlay.png"))
@@ -113,7 +123,8 @@ def test_export_writes_files_matching_the_model_and_asks_before_overwriting(
     assert (out / "shot_labels.png").stat().st_mtime_ns == stamp
     win.ask.replies = [True]
     report = export(qtbot, win, out / "shot.png", ("labels",))
-    assert [p.name for p in report.written] == ["shot_labels.png"] and not report.missing
+    assert [p.name for p in report.written] == ["shot_labels.png", "shot_labels.json"]
+    assert not report.missing
 
 
 def test_export_before_segmentation_is_a_message_not_a_crash(qtbot, window):
@@ -125,7 +136,7 @@ def test_keyboard_shortcuts(qtbot, window):
     win = window
     c, s = win.canvas, win.state
     qtbot.keyClick(c, Qt.Key.Key_3)
-    assert s.label == 3 and win.label_panel.list.currentRow() == 2
+    assert s.label == 3 and win.label_panel.table.currentRow() == 2
     qtbot.keyClick(c, Qt.Key.Key_E)
     assert s.tool == "eraser" and s.paint_label() == 0
     assert win.actions_by_name["eraser"].isChecked()
@@ -217,13 +228,13 @@ def test_recolour_updates_stroke_layer_and_rename_updates_panel(qtbot, window):
     win.model.set_label_color(1, (10, 20, 30))
     assert tuple(win.canvas.stroke_layer()[20, 60]) == (10, 20, 30, 255)
     win.model.rename_label(1, "sky")
-    assert win.label_panel.list.item(0).text() == "sky"
+    assert win.label_panel.table.item(0, 0).text() == "sky"
     # renamed everywhere (issue 11: the status bar kept saying "Label 1")
     assert "sky" in win.statusBar().currentMessage()
     assert win.actions_by_name["label1"].text() == "1: sky"
     qtbot.keyClick(win.canvas, Qt.Key.Key_1)
     assert win.statusBar().currentMessage() == "Painting sky"
-    item = win.label_panel.list.item(1)  # editing the name in the list renames the label
+    item = win.label_panel.table.item(1, 0)  # editing the name in the list renames the label
     item.setText("ground")
     assert win.model.labels[2].name == "ground"
 
@@ -293,7 +304,7 @@ def test_drop_an_image_file_opens_it(qtbot, window, tmp_path):
 
 
 def test_painting_a_12_megapixel_image_updates_only_dirty_rectangles(qtbot, make_window, tmp_path):
-    from segapp.strokes.annotation import BBox
+    from segapp.editing import BBox
 
     win = make_window()
     big = np.zeros((3000, 4000, 3), np.float32)

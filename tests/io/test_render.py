@@ -31,7 +31,22 @@ def test_palette_distinct_and_not_black():
 
 def test_label_color_default_and_cycle():
     np.testing.assert_array_equal(render.label_color(1), PALETTE[0])
-    np.testing.assert_array_equal(render.label_color(10), PALETTE[0])
+    np.testing.assert_array_equal(render.label_color(10), render.MORE_COLORS[0])
+
+
+def test_the_default_colours_of_255_labels_are_distinct_and_never_black():
+    """A schema of up to 255 labels: every id has its own colour; the first 32 lie at least
+    67 apart (beyond the 48 within which colour strokes are read as one label)."""
+    table = render.default_colors().astype(float)
+    assert table.shape == (256, 3) and (table[1:].max(axis=1) >= 100).all()
+    assert len({tuple(c) for c in table[1:]}) == 255
+    first = table[1:33]
+    d = np.linalg.norm(first[:, None] - first[None], axis=2) + np.eye(32) * 1e9
+    assert d.min() >= 67
+    np.testing.assert_array_equal(table[1:10], PALETTE)
+    assert render.default_color(33) == tuple(int(v) for v in table[33])
+    with pytest.raises(ValueError):
+        render.default_color(256)
     np.testing.assert_array_equal(render.label_color(2, [(1, 2, 3), (0.0, 1.0, 0.0)]),
                                   [0, 255, 0])
 

@@ -9,6 +9,8 @@ Never lose work:
 - at start, work left by instances that are gone is offered back, never that of a running
   instance (:mod:`.recovering`);
 - exports run in the background and say which files were not written (:mod:`.exporting`);
+- a folder of images is a project: each image's strokes and answer are written into it as
+  the work goes, images are marked done, the folder exports as a training set (:mod:`.folder`);
 - files are opened (:mod:`.opening`, :mod:`.importing`) and saved, and fills and clears
   computed (:mod:`.editing`), in the background too; a file read while strokes were painted
   asks again before they go.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from ..state import AppState
 from .exporting import Exporting
+from .folder import FolderWork
 from .importing import Importing
 from .opening import Loaded
 from .ports import Dialogs, Host, Recovery
@@ -32,7 +35,7 @@ from .recovering import Recovering
 __all__ = ["Document", "Dialogs", "Host", "Loaded", "Recovery"]
 
 
-class Document(Recovering, Importing, Exporting):
+class Document(FolderWork, Recovering, Importing, Exporting):
     """Files, edits and recovery for one window; see the module docstring.
 
     Parameters
@@ -47,6 +50,9 @@ class Document(Recovering, Importing, Exporting):
     def __init__(self, host: Host, state: AppState) -> None:
         super().__init__(host, state)
         self.exporter.finished.connect(self._on_export_finished)
+        state.events.image_changed.connect(
+            lambda model: model.history.changed.connect(self._folder_edited))
+        state.events.shown.connect(self._folder_result)
 
     def close(self) -> bool:
         """The window closes: ask about unsaved work; remove the journal only when no work is
@@ -60,6 +66,8 @@ class Document(Recovering, Importing, Exporting):
         if not self.confirm_discard("quitting"):
             return False
         self.loader.cancel()
+        self.saver.wait_loaded()  # the folder's state and labels, written in turn
+        self._close_project()
         if self.instance is not None:
             self.instance.remove()
             self.instance = None

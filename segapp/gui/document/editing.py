@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
-from ...strokes.annotation import AnnotationModel, EditRecord
+from ...editing import AnnotationModel, EditRecord
 from .. import edits
 from .ports import Jobs
 from .work import Work
@@ -26,11 +26,10 @@ class Editing(Work):
     """Recording edits and stepping back and forth through them."""
 
     def edit(self, record: EditRecord | None, ready: edits.Prepared | None = None) -> None:
-        """An edit already applied to the strokes (a stroke, fill, clear or import);
-        ``ready``: its counts and journal frame, prepared off the GUI thread."""
+        """An edit the strokes have applied and recorded (a stroke, fill, clear or import):
+        journal it; ``ready``: its journal frame, prepared off the GUI thread."""
         if record is None or self.state.history is None:
             return
-        self.state.history.push(record, None if ready is None else ready.change)
         self._journal("edit", record.bbox, record.new,
                       packed=None if ready is None else ready.packed)
 
@@ -130,9 +129,7 @@ class Editing(Work):
             # Read before the copy: a stroke painted while it is copied shows as a newer
             # revision when the result is applied, and the edit is then prepared again.
             revision = model.revision
-            scratch = AnnotationModel(model.shape, list(model.labels.values()))
-            scratch.scribbles = model.scribbles.copy()
-            record = change(scratch, data)
+            record = change(model.scratch(), data)
             return revision, data, None if record is None else edits.prepare(record, lut)
 
         def done(result: tuple[int, Any, edits.Prepared | None]) -> None:
@@ -145,14 +142,14 @@ class Editing(Work):
             if model.revision == revision:
                 if ready is not None:
                     with self.host.layers.prepared_layer(ready):
-                        ready.record.redo(model)
+                        model.apply(ready.record, ready.change)
                 else:  # e.g. a fill of a segment whose pixels are all painted: say so
                     self.info.emit(f"{what}: nothing to change")
                 self.edit(None if ready is None else ready.record, ready)
             elif next(tries) < MAX_TRIES:  # the strokes changed meanwhile: prepare it again
                 runner.start(what, work, done, failed, cancelled, first=True)
                 return
-            else:  # they keep changing: change them here
+            else:  # they keep changing: change them here (the strokes record it)
                 self.edit(change(model, data))
             then()
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import SegappError
-from ...strokes.annotation import Label
 from .. import files
 from .folders import Folders
 
@@ -45,20 +44,29 @@ class Exporting(Folders):
         shown = self.state.shown
         if shown is None or self.state.strokes is None:
             return False
-        if self.exporter.running:
-            self.error.emit("An export is already running.")
-            return False
+        seg = shown.segmentation
+        confidence = _confidence_of(seg)
+        if confidence is None and len(kinds) > 1:  # Export All of a method without one
+            kinds = [k for k in kinds if k != "soft"]
         try:
             plan = files.plan_export(
                 base, kinds, image=self.state.image, labels=shown.labels,
-                label_table={i: Label(lab.id, lab.name, tuple(lab.color))
-                             for i, lab in self.state.strokes.labels.items()},
-                eigenvectors=lambda seg=shown.segmentation: seg.eigenvectors,
-                n_vectors=shown.result.n_vectors, vmax=shown.result.vmax,
-                alpha=self.state.opacity, boundaries=self.state.boundaries,
-                label_ids=shown.segmentation.label_ids)
+                schema=self.state.strokes.schema.copy(),
+                eigenvectors=lambda: seg.eigenvectors, n_vectors=shown.result.n_vectors,
+                vmax=shown.result.vmax, alpha=self.state.opacity,
+                boundaries=self.state.boundaries, label_ids=seg.label_ids,
+                confidence=confidence,
+                image_name=Path(self.state.image_path).name if self.state.image_path else None)
         except SegappError as exc:
             self.error.emit(f"Export failed: {exc}")
+            return False
+        return self._start_export(plan)
+
+    def _start_export(self, plan: list[files.ExportItem]) -> bool:
+        """Write a planned export in the background (asks before overwriting), journalled so
+        that an export cut short by a crash is reported at the next start."""
+        if self.exporter.running:
+            self.error.emit("An export is already running.")
             return False
         existing = [it.path for it in plan if it.path.exists()]
         if existing:
@@ -87,3 +95,11 @@ class Exporting(Folders):
         else:
             self.info.emit(report.message())
 
+
+
+def _confidence_of(seg: object):
+    """A function reading the result's confidence in the export's worker (it is computed when
+    first read), or None when the method gives none."""
+    if "_confidence" in vars(seg) and vars(seg)["_confidence"] is None:
+        return None
+    return lambda: seg.confidence

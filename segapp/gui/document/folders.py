@@ -8,11 +8,12 @@ from pathlib import Path
 from .work import Work
 
 MAX_RECENT = 8
-FOLDER_KINDS = ("open", "import", "session", "export")
+FOLDER_KINDS = ("open", "import", "session", "export", "folder", "schema")
 IMAGE_FILTER = ("Images (*.png *.jpg *.jpeg *.tif *.tiff *.bmp *.gif *.webp *.ppm *.pgm);;"
                 "segapp sessions (*.segapp.json);;All files (*)")
 SCRIBBLE_FILTER = "Scribble or label PNGs (*.png);;All files (*)"
 SESSION_FILTER = "segapp sessions (*.segapp.json)"
+SCHEMA_FILTER = "Labels (*.json);;All files (*)"
 
 
 def _is_bundled(path: Path) -> bool:

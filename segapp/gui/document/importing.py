@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import io
-from ...strokes.annotation import AnnotationModel, EditRecord
+from ...editing import AnnotationModel, EditRecord
 from .editing import Editing
 from .folders import SCRIBBLE_FILTER, Folders
 
@@ -61,7 +61,9 @@ class Importing(Editing, Folders):
             self.info.emit(f"Imported {p.name}{merged}: labels {', '.join(map(str, ids))}")
 
         self._edit_off_thread(
-            f"Importing {p.name}", change, lambda: io.read_scribbles(p, model.shape),
+            f"Importing {p.name}", change,
+            lambda: io.read_scribbles(p, model.shape, max_label=max(model.schema.ids()),
+                                      colors=model.schema.colors()),
             self.loader, lambda msg: self.error.emit(f"Cannot import scribbles: {msg}"),
             then, lambda: self.info.emit(f"Import of {p.name} cancelled"))
         return True

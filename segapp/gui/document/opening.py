@@ -8,11 +8,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ...strokes.annotation import AnnotationModel
+from ...editing import AnnotationModel
+from ...errors import InvalidInputError
+from ...io import DEFAULT_PIXEL_LIMIT
 from .. import files
 from .folders import IMAGE_FILTER
 from .saving import Saving
@@ -26,7 +28,25 @@ class Loaded:
     image: np.ndarray
     model: AnnotationModel
     view: Any  # segapp.gui.loader.View; None: the canvas makes it (images installed by scripts)
-    counts: np.ndarray | None = None  # pixels per label id (segapp.gui.state.label_counts)
+
+
+class TooLarge(InvalidInputError):
+    """An image of more pixels than the app opens without asking (raised by the reader before
+    anything is decoded; the app asks whether to open it anyway)."""
+
+    #: Bytes per pixel the app holds for an open image: the float image (12), the display
+    #: picture (4), the strokes (4) and their layer (4).
+    BYTES_PER_PIXEL = 24
+
+    def __init__(self, path: Path, pixels: int, limit: int) -> None:
+        self.path, self.pixels, self.limit = Path(path), int(pixels), int(limit)
+        super().__init__(f"{self.path.name} has {pixels / 1e6:.0f} megapixels, more than the "
+                         f"{limit / 1e6:.0f} megapixels segapp opens without asking")
+
+    def question(self) -> str:
+        gb = self.pixels * self.BYTES_PER_PIXEL / 2**30
+        return (f"{self}. It is segmented on a reduced copy, but the app holds it in memory at "
+                f"full size: about {gb:.1f} GB. Open it anyway?")
 
 
 class Opening(Saving):
@@ -62,21 +82,50 @@ class Opening(Saving):
         if p.name.endswith(files.SESSION_SUFFIX):
             return self._open_session(p, mark)
 
-        read = self.host.read_image
-
         def done(loaded: Loaded) -> None:
             if not self._may_replace(mark, p.name):
                 return
+            self._leave_project()
             self.session_path = None
             self._install(loaded)
             self._add_recent(p)
             h, w = loaded.image.shape[:2]
             self.info.emit(f"Opened {p.name} ({w}×{h})")
 
-        self.loader.start(f"Opening {p.name}", lambda step: read(p, step), done,
+        self._load_image(p, done)
+        return True
+
+    def _leave_project(self) -> None:
+        """A single image replaces a folder's (the folder part overrides this)."""
+
+    def _adopt_project(self, folder: Path | None) -> Any:
+        """Open ``folder`` as the project for a restored image; its schema, or None (the
+        folder part overrides this)."""
+        return None
+
+    def _load_image(self, p: Path, done: Callable[[Loaded], None], *,
+                    pixel_limit: int | None = DEFAULT_PIXEL_LIMIT, **read: Any) -> None:
+        """Read image ``p`` in the loader (``read``: more arguments of ``host.read_image``);
+        one above ``pixel_limit`` pixels is opened only if the user says so."""
+        reader = self.host.read_image
+
+        def work(step: Any) -> Loaded | TooLarge:
+            try:
+                return reader(p, step, pixel_limit=pixel_limit, **read)
+            except TooLarge as exc:  # a question for the user, not a failure
+                return exc
+
+        def arrived(result: Loaded | TooLarge) -> None:
+            if not isinstance(result, TooLarge):
+                done(result)
+            elif self.dialog.ask("Open a very large image?", result.question()):
+                self._load_image(p, done, pixel_limit=None, **read)
+            else:
+                self.info.emit(f"{p.name} was not opened")
+
+        self.loader.start(f"Opening {p.name}", work, arrived,
                           lambda msg: self.error.emit(f"Cannot open image: {msg}"),
                           lambda: self.info.emit(f"Opening {p.name} cancelled"))
-        return True
 
     def open_session(self, path: str | os.PathLike) -> bool:
         """Start opening a saved session (see :meth:`open_path`)."""
@@ -89,6 +138,7 @@ class Opening(Saving):
             data, loaded = result
             if not self._may_replace(mark, p.name):
                 return
+            self._leave_project()
             self.session_path = p
             self._install(loaded, data.settings)
             self._add_recent(p)
@@ -109,11 +159,9 @@ class Opening(Saving):
                 saved: bool = True) -> None:
         """Make ``image`` the current image with its strokes, here on the GUI thread (scripts;
         the app opens files with :meth:`open_path`, which prepares all this off it)."""
-        model = AnnotationModel(image.shape[:2])
+        model = AnnotationModel(image.shape[:2], scribbles=scribbles)  # not an undoable step
         if labels:
             model.set_labels(labels)
-        if scribbles is not None:
-            model.set_scribbles(scribbles)  # loaded strokes are not an undoable step
         self._install(Loaded(Path(path), image, model, None), settings, saved)
 
     def _install(self, loaded: Loaded, settings: dict[str, Any] | None = None,
@@ -123,7 +171,7 @@ class Opening(Saving):
         if settings:
             self.settingsLoaded.emit(settings)
         model = loaded.model
-        self.state.set_image(loaded.image, loaded.path, model, loaded.view, loaded.counts)
+        self.state.set_image(loaded.image, loaded.path, model, loaded.view)
         model.labels_changed.connect(self._on_labels_changed)
         if saved:
             self._mark_saved()

@@ -2,7 +2,7 @@
 
 The controller (:mod:`segapp.gui.document`) imports no Qt. Everything that needs Qt or a
 widget comes in through :class:`Host`, which the window builds
-(:func:`segapp.gui.host.qt_host`) and tests may build from plain objects: the three questions
+(:func:`segapp.gui.host.qt_host`) and tests may build from plain objects: the questions
 it may ask (:class:`Dialogs`), the job runners that keep file and edit work off the GUI thread
 (:class:`Jobs`, :class:`Exports`), the canvas's stroke layer (:class:`Layers`), the settings
 store, a timer and the recovery store.
@@ -31,6 +31,7 @@ class Dialogs:
     ask: Callable[[str, str], bool]  # (title, text) → Yes?
     choose: Callable[[str, str, tuple[str, ...]], str]  # → the button chosen (last: Esc)
     get_path: Callable[..., str | None]  # (title, default, filters, save=...) → path or None
+    get_folder: Callable[[str, str], str | None] = lambda _t, _d: None  # (title, default)
 
 
 class Emitting(Protocol):
@@ -99,7 +100,8 @@ class Host:
     saver: Jobs  # saving sessions (never cancelled by a load)
     editor: Jobs  # whole-map edits, in order
     exporter: Exports
-    read_image: Callable[..., Any]  # (path, step, scribbles=, labels=) → Loaded (worker)
+    read_image: Callable[..., Any]  # (path, step, scribbles=, labels=, pixel_limit=,
+    #                                  strokes_of=) → Loaded (worker; TooLarge above the limit)
     read_session: Callable[[Path, Step], Any]  # → (SessionData, Loaded) (worker)
     prefs: Callable[[], Prefs]  # a settings store, fetched when used
     later: Callable[[int, Callable[[], None]], None]  # run after ms, on the GUI thread

@@ -81,6 +81,11 @@ class Recovering(Opening):
             image_path = Path(found)
         mark, read = self._work_mark(), self.host.read_image
         kept = "your strokes are kept and offered again at the next start"
+        schema = self._adopt_project(rec.project)  # work done in a folder goes back there
+        labels: Any = rec.labels
+        if schema is not None:
+            schema.replace(rec.labels)
+            labels = schema
 
         def done(result: tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes,
                                str]) -> None:
@@ -103,21 +108,25 @@ class Recovering(Opening):
 
         def failed(message: str) -> None:
             orphan.release()
+            if schema is not None:
+                self._leave_project()
             self.error.emit(f"Cannot restore your strokes on {image_path.name}: "
                                    f"{message}; {kept}.")
 
         def cancelled() -> None:
             orphan.release()
+            if schema is not None:
+                self._leave_project()
             self.info.emit(f"Restore cancelled; {kept}.")
 
         self.loader.start(f"Restoring your strokes on {image_path.name}",
-                          lambda step: _restore(read, orphan, rec, image_path, step),
+                          lambda step: _restore(read, orphan, rec, image_path, step, labels),
                           done, failed, cancelled)
         return True
 
 
 def _restore(read_image: Callable[..., Loaded], orphan: Orphan, offered: Recovered,
-             image_path: Path, step: Any
+             image_path: Path, step: Any, labels: Any = None
              ) -> tuple[Loaded, Recovered, list[np.ndarray], np.ndarray, bytes, str]:
     """Everything a restore needs, made in the loader's thread: the journal read again with
     its undo history, the image and strokes, each step's count change, the new journal's
@@ -125,7 +134,9 @@ def _restore(read_image: Callable[..., Loaded], orphan: Orphan, offered: Recover
     full = Journal.read(orphan.journal_path, history=True)
     if full is None or not np.array_equal(full.scribbles, offered.scribbles):
         full = offered  # cannot happen while we hold its lock; then restore what was offered
-    loaded = read_image(image_path, step, scribbles=full.scribbles, labels=full.labels)
+    loaded = read_image(image_path, step, scribbles=full.scribbles,
+                        labels=full.labels if labels is None else labels,
+                        pixel_limit=None)  # it was open before the crash
     changes = [edits.count_change(r) for r in full.steps]
     return (loaded, full, changes, full.origin(), history_frames(full.steps, full.applied),
             full.summary())

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...strokes.annotation import Emitter, Label
+from ...editing import Emitter, Label
 from ..state import AppState
 from .ports import Host
 
@@ -22,10 +22,11 @@ from .ports import Host
 class Work:
     """The unsaved-work mark and the journal of one window's document.
 
-    Events (plain :class:`~segapp.strokes.annotation.Emitter`, emitted on the GUI thread):
+    Events (plain :class:`~segapp.editing.Emitter`, emitted on the GUI thread):
     ``dirtyChanged()`` the saved / unsaved state may have changed; ``info(text)`` and
     ``error(text)`` messages for the user; ``settingsLoaded(dict)`` a session or recovered
-    journal brings the method and options to use.
+    journal brings the method and options to use; ``projectChanged()`` the folder open, its
+    images or their states changed (:mod:`.folder`).
     """
 
     def __init__(self, host: Host, state: AppState) -> None:
@@ -34,7 +35,7 @@ class Work:
         self.loader, self.saver, self.editor = host.loader, host.saver, host.editor
         self.exporter = host.exporter
         self.dirtyChanged, self.info, self.error = Emitter(), Emitter(), Emitter()
-        self.settingsLoaded = Emitter()
+        self.settingsLoaded, self.projectChanged = Emitter(), Emitter()
         self.root: Path | None = None if host.recovery is None else host.recovery.root
         self.instance: Any = None  # segapp.gui.recovery.Instance, once start_journal ran
         self.session_path: Path | None = None
@@ -65,8 +66,8 @@ class Work:
 
     def _labels(self) -> list[Label]:
         model = self.state.strokes
-        return [] if model is None else [Label(lab.id, lab.name, tuple(lab.color))
-                                         for lab in model.labels.values()]
+        return [] if model is None else [Label(lab.id, lab.name, tuple(lab.color), lab.hidden,
+                                               lab.locked) for lab in model.labels.values()]
 
     def _settings(self) -> dict[str, Any]:
         return {"method": self.state.method, **self.state.option_dict()}
@@ -79,6 +80,10 @@ class Work:
     def settings_changed(self) -> None:
         self._journal("settings", self._settings())
 
+    def _journal_project(self) -> str | None:
+        """The folder the image is worked on in, for the journal (:mod:`.folder`)."""
+        return None
+
     # -- journal ---------------------------------------------------------------------------
     def _journal_start(self, restored: tuple[np.ndarray, bytes] | None = None) -> None:
         """A new journal: its base is the strokes now, or for a restore ``(origin, history)``:
@@ -90,7 +95,8 @@ class Work:
         try:
             self.instance.journal.start(self.state.image_path, base, self._labels(),
                                         self._settings(), saved=not self.dirty,
-                                        label=self.state.label, history=history)
+                                        label=self.state.label, history=history,
+                                        project=self._journal_project())
         except OSError as exc:
             self.error.emit(f"Crash recovery is off: cannot write its journal: {exc}")
             self.instance = None
