@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,44 @@ def test_opening_reports_through_events_and_asks_through_the_host(tmp_path):
     assert doc.folder("open") == tmp_path  # the image's folder, nothing remembered
     doc.remember_folder("open", tmp_path / "sub" / "x.png")
     assert prefs["folders/open"] == str((tmp_path / "sub").resolve())
+
+
+def test_a_folder_keeps_each_images_work_and_goes_from_image_to_image(tmp_path):
+    """The folder part of the controller alone: no question is asked, the work is written."""
+    from PIL import Image
+
+    from segapp.gui.state import Shown
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in ("a.png", "b.png", "c.png"):
+        Image.fromarray(np.zeros((8, 10, 3), np.uint8)).save(folder / name)
+    doc, prefs, asked = make_document(tmp_path, answers=[])
+    changes = []
+    doc.projectChanged.connect(lambda: changes.append(doc.project.counts()["done"]
+                                                      if doc.project else None))
+    assert doc.open_path(folder)  # a folder opens as a project, on its first image
+    assert doc.state.image_path.name == "a.png" and doc.project.folder == folder
+    model = doc.state.strokes
+    model.apply_stroke([(2, 2)], 1, 1.5)
+    doc._folder_edited()  # the history's event; the host's timer runs it at once here
+    assert (folder / "segapp" / "strokes" / "a.png").is_file() and not doc.dirty
+    assert not doc.mark_done()  # not segmented yet: refused, said why
+    model.apply_stroke([(7, 6)], 2, 1.5)
+
+    class Result:
+        preview = False
+    answer = np.where(np.arange(10)[None, :] < 5, 1, 2) * np.ones((8, 1), int)
+    result = Result()
+    result.segmentation = type("Seg", (), {"labels": answer})()
+    doc.state.shown = Shown((0, doc.state.stroke_key(), "fastge", ()), result)
+    assert doc.mark_done()  # saved with its answer, marked, and the next image opens
+    assert doc.state.image_path.name == "b.png" and asked == []
+    np.testing.assert_array_equal(
+        np.asarray(Image.open(folder / "segapp" / "masks" / "a.png")), answer)
+    assert doc.go(-1) and doc.state.image_path.name == "a.png"
+    assert (doc.state.strokes.scribbles > 0).sum() == (model.scribbles > 0).sum()
+    assert doc.project.status(folder / "a.png") == "done" and changes[-1] == 1
+    assert not doc.go(-1)  # the first image: nothing before it
+    assert doc.close()
+    assert json.loads((folder / "segapp" / "project.json").read_text())["done"] == ["a.png"]
