@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import SegappError
 from ..io import DEFAULT_PIXEL_LIMIT, write_bytes_atomic
 from ..io.atomic import _reason
+from .dataset import DatasetOptions
 from .executors import Executor, SerialExecutor
 from .pairing import Pair, Pairing
 from .progress import Progress
@@ -82,7 +83,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
               overwrite: bool = False, executor: Executor | None = None,
               progress: bool = True, on_result: Callable[[Row], None] | None = None,
               report_every: float = 30.0,
-              pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> BatchResult:
+              pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
+              dataset: DatasetOptions | None = None) -> BatchResult:
     """Segment every pair of ``pairing`` into ``out_dir``; write ``report.csv``/``.json``.
 
     Parameters
@@ -110,6 +112,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     pixel_limit : int or None
         Image and scribble files declaring more pixels fail (checked before decoding, so a
         huge file cannot exhaust a worker's memory); None = no limit.
+    dataset : DatasetOptions, optional
+        The label schema and the per-image dataset exports (:mod:`segapp.batch.dataset`).
 
     Returns
     -------
@@ -139,7 +143,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         task = Task(image=str(pair.image.absolute()),
                     scribbles=str(pair.scribbles.absolute()), output=str(labels_path),
                     overlay=str(overlay_path) if overlay_path else None, method=method,
-                    options=dict(options or {}), pixel_limit=pixel_limit)
+                    options=dict(options or {}), pixel_limit=pixel_limit,
+                    dataset=dataset or DatasetOptions())
         if pair.image in clashes:   # refused before the batch starts: neither is written
             result.rows.append(failed_row(task, clashes[pair.image]))
         elif not overwrite and all(p.is_file() for p in (labels_path, overlay_path) if p):

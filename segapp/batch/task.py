@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io.opening import DEFAULT_PIXEL_LIMIT
+from .dataset import DatasetOptions
 
 __all__ = ["Task", "ROW_FIELDS", "segment_pair", "failed_row", "short_error",
            "worker_peak_mb"]
@@ -55,6 +56,8 @@ class Task:
         Method options plus ``max_pixels`` (as for :func:`segapp.segment`).
     pixel_limit : int or None
         Files declaring more pixels are refused before decoding (as ``segment --pixel-limit``).
+    dataset : DatasetOptions
+        The label schema and the dataset exports (``--labels``, ``--indexed``, ``--soft``).
     """
 
     image: str
@@ -64,6 +67,7 @@ class Task:
     method: str = "fastge"
     options: dict[str, Any] = field(default_factory=dict)
     pixel_limit: int | None = DEFAULT_PIXEL_LIMIT
+    dataset: DatasetOptions = field(default_factory=DatasetOptions)
 
 
 def _row(task: Task) -> dict[str, Any]:
@@ -211,8 +215,14 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     for out in outputs:     # a device, FIFO or folder in the way fails now, not after the solve
         if Path(out).exists():
             io.check_writable(out)
+    from ..cli.exports import check_painted, scribble_options
+    from .dataset import task_outputs
+
+    schema = task.dataset.parsed_schema()
     image = io.read_image(task.image, pixel_limit=task.pixel_limit)
-    scribbles = io.read_scribbles(task.scribbles, image.shape[:2], pixel_limit=task.pixel_limit)
+    scribbles = io.read_scribbles(task.scribbles, image.shape[:2], pixel_limit=task.pixel_limit,
+                                  **scribble_options(schema))
+    check_painted(schema, np.unique(scribbles[scribbles > 0]), task.scribbles)
     row["height"], row["width"] = image.shape[:2]
     options = dict(task.options)
     session = Session(image, method=task.method, **options)
@@ -224,7 +234,8 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     row["labels"] = " ".join(str(i) for i in result.label_ids)
     if Path(task.output).parent != Path(""):
         Path(task.output).parent.mkdir(parents=True, exist_ok=True)
-    io.save_labels(task.output, result.labels.astype(np.uint8))
+    io.write_pngs_atomic(task_outputs(task.dataset, Path(task.output), result, schema))
     if task.overlay:
-        rgb = render.to_rgb8(render.overlay(image, result.labels))
+        colors = None if schema is None else schema.colors()
+        rgb = render.to_rgb8(render.overlay(image, result.labels, colors=colors))
         io.write_png_atomic(task.overlay, rgb)

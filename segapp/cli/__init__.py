@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import InvalidInputError, SegappError, SolverError
+from .exports import add_export_arguments
 from .flags import DEFAULT_METHOD, add_method_arguments, method_from_argv, method_options
 from ..io import DEFAULT_PIXEL_LIMIT
 
@@ -89,6 +90,7 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
 
     add_method_arguments(seg, method)
+    add_export_arguments(seg)
 
     meth = sub.add_parser("methods", help="list the methods, or one method's options",
                           description="List the segmentation methods; with NAME, the method's "
@@ -107,27 +109,39 @@ def _segment(args: argparse.Namespace) -> int:
     from .. import io
     from ..io import render
     from ..session import segment
+    from . import exports
 
     t0 = time.perf_counter()
     options = method_options(args)
     limit = None if args.pixel_limit == 0 else args.pixel_limit
     if limit is not None and limit < 0:
         raise InvalidInputError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {limit}")
+    schema = exports.schema_of(args)
     # Every output location is checked before any file is read or solved for.
     outputs = [Path(args.output)] + ([Path(args.overlay)] if args.overlay else [])
+    more, soft_dir = exports.segment_outputs(args)
     hdir = Path(args.heatmaps) if args.heatmaps else None
-    _check_outputs(args, outputs, hdir)
+    _check_outputs(args, outputs + more, hdir)
+    if soft_dir is not None:
+        io.check_writable(soft_dir / "confidence.png" if soft_dir.is_dir() else soft_dir,
+                          args.overwrite)
 
     image = io.read_image(args.image, pixel_limit=limit)
-    scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit)
+    scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit,
+                                  **exports.scribble_options(schema))
     ids, counts = np.unique(scribbles[scribbles > 0], return_counts=True)
+    exports.check_painted(schema, ids, args.scribbles)
 
     result = segment(image, scribbles, method=args.method, **options)
 
     # Everything is rendered first, then written as one set (all files or none).
-    items: list[tuple[Path, Any]] = [(outputs[0], result.labels.astype(np.uint8))]
+    items: list[tuple[Path, Any]] = [(outputs[0], exports.label_map_payload(
+        result.labels, args.indexed, schema, result.label_ids))]
+    colors = None if schema is None else schema.colors()
     if args.overlay:
-        items.append((outputs[1], render.to_rgb8(render.overlay(image, result.labels))))
+        items.append((outputs[1], render.to_rgb8(render.overlay(image, result.labels,
+                                                                colors=colors))))
+    items += exports.segment_items(args, args.image, result, schema)
     if hdir is not None:
         V = result.eigenvectors
         items += [(hdir / f"eigenvector_{j + 1}.png",
@@ -136,6 +150,8 @@ def _segment(args: argparse.Namespace) -> int:
     created = hdir is not None and not hdir.exists()
     if created:
         hdir.mkdir()
+    if soft_dir is not None:
+        soft_dir.mkdir(exist_ok=True)
     try:
         written = io.write_pngs_atomic(items, args.overwrite)
     except BaseException:

@@ -81,6 +81,8 @@ def configure(parser: argparse.ArgumentParser, method: str) -> argparse.Argument
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress bar and no summary")
     add_method_arguments(parser, method)
+    from .exports import add_export_arguments
+    add_export_arguments(parser, batch=True)
     return parser
 
 
@@ -141,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
                     else f"no image files in {args.images}")
             raise SegappError(f"{what} (patterns: {', '.join(args.pattern or DEFAULT_PATTERNS)})")
         options = method_options(args)   # bad values, another method's flag: fail here
+        from ..batch.dataset import DatasetOptions
+        from .exports import schema_of
+        schema = schema_of(args)          # a bad --labels file: fail here, once
+        dataset = DatasetOptions(None if schema is None else schema.to_json(), args.indexed,
+                                 args.soft)
         _check_max_pixels(options)
         if args.pixel_limit < 0:
             raise SegappError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {args.pixel_limit}")
@@ -160,7 +167,13 @@ def run(args: argparse.Namespace) -> int:
             result = run_batch(pairing, args.output, method=args.method, options=options,
                                overlay=args.overlay, overwrite=args.overwrite,
                                executor=executor, progress=not args.quiet,
-                               pixel_limit=args.pixel_limit or None)
+                               pixel_limit=args.pixel_limit or None, dataset=dataset)
+            if args.coco or args.sidecar:
+                from pathlib import Path
+
+                from ..batch.dataset import write_batch_files
+                write_batch_files(Path(args.output).absolute(), result.rows, schema,
+                                  args.coco, args.sidecar)
     except SegappError as exc:
         return _fail(str(exc))
     except OSError as exc:      # the report could not be written (e.g. the disk filled up)

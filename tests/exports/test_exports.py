@@ -1,6 +1,6 @@
 """The exports a training pipeline reads, each read back by an independent reader: Pillow for
-the PNGs, json for the sidecar, and a COCO RLE decoder written here from the specification
-(the COCO API's maskApi.c: column-major runs starting with 0s; rleFrString's 5-bit groups)."""
+the PNGs, json for the sidecar, and a COCO RLE decoder written from the specification
+(``tests/coco_reader.py``)."""
 
 from __future__ import annotations
 
@@ -17,38 +17,7 @@ from segapp.exports import coco_for_masks, indexed_png, sidecar_json, soft_masks
 from segapp.exports import CocoImage
 from segapp.io import write_pngs_atomic
 
-
-def decode_rle_string(s: str) -> list[int]:
-    """COCO's rleFrString, transcribed: counts from the compressed string."""
-    counts: list[int] = []
-    p = 0
-    while p < len(s):
-        x, k, more = 0, 0, True
-        while more:
-            c = ord(s[p]) - 48
-            x |= (c & 0x1F) << (5 * k)
-            more = bool(c & 0x20)
-            p += 1
-            k += 1
-            if not more and (c & 0x10):
-                x |= -1 << (5 * k)
-        if len(counts) > 2:
-            x += counts[-2]
-        counts.append(x)
-    return counts
-
-
-def decode_mask(rle: dict) -> np.ndarray:
-    """Counts → mask: alternate runs of 0 and 1, filled column by column (Fortran order)."""
-    h, w = rle["size"]
-    flat = np.zeros(h * w, bool)
-    pos, value = 0, False
-    for n in decode_rle_string(rle["counts"]):
-        flat[pos:pos + n] = value
-        pos += n
-        value = not value
-    assert pos == h * w
-    return flat.reshape((h, w), order="F")
+from coco_reader import decode_mask  # tests/ is on sys.path
 
 
 def schema_of(n: int) -> LabelSchema:
