@@ -286,7 +286,7 @@ class Canvas(QGraphicsView):
         self.hint.setVisible(show)
         if show:
             self.hint.setText(text)
-            self.hint.setMaximumWidth(max(200, self.viewport().width() - 24))
+            self.hint.setMaximumWidth(max(80, self.viewport().width() - 24))
             self.hint.adjustSize()
             self.hint.move((self.viewport().width() - self.hint.width()) // 2, 12)
 
@@ -334,10 +334,18 @@ class Canvas(QGraphicsView):
         self.set_zoom(self.zoom * factor)
 
     def fit_to_window(self) -> None:
+        """The whole image in the window; it stays fitted as the window is resized, until
+        the person zooms."""
         if self.model is None:
             return
+        self._auto_fit = True
         self.fitInView(self.sceneRect(), Qt.AspectRatioMode.KeepAspectRatio)
         self._zoomed()
+
+    def _fit_scale(self, width: int, height: int) -> float:
+        """The zoom at which the whole image fits a viewport of this size."""
+        h, w = self.model.shape
+        return min(width / w, height / h)
 
     def actual_size(self) -> None:
         self._auto_fit = False
@@ -345,7 +353,13 @@ class Canvas(QGraphicsView):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        if self._auto_fit:  # keep fitting until the user zooms
+        old = event.oldSize()
+        # Refit while the person has not zoomed, and whenever the whole image was in view
+        # (zoomed out further than fitting): a window made larger must not leave the image
+        # small in an empty canvas (issue 32).
+        whole = self.model is not None and old.width() > 0 and old.height() > 0 and \
+            self.zoom <= self._fit_scale(old.width(), old.height()) * 1.001
+        if self._auto_fit or whole:
             self.fit_to_window()
         if self.hint.isVisible():
             self._update_hint()

@@ -22,6 +22,7 @@ from .renderer import Renderer
 from .state import AppState, Shown
 from ..live import Result
 from .worker import SegmentationWorker
+from . import words
 
 
 class Display(QObject):
@@ -33,11 +34,16 @@ class Display(QObject):
         A result for this request tag is now on display (its overlay drawn).
     message(str)
         Something for the status bar.
+    status(str)
+        The line of the last segmentation, in plain words ("Segmented in 0.42 s").
+    details(str)
+        Its method and solver details (the tooltip of that line).
     """
 
     shownChanged = Signal(object)
     message = Signal(str)
     status = Signal(str)
+    details = Signal(str)
 
     def __init__(self, state: AppState, canvas: Canvas, worker: SegmentationWorker,
                  edit_later: Callable[..., None], parent: QObject | None = None):
@@ -87,6 +93,7 @@ class Display(QObject):
             self.state.shown = None
             self.state.heatmap = -1
             emit(self.status, "")
+            emit(self.details, "")
             emit(self.message, "Paint strokes with at least two labels to segment"
                  + (" (one label so far)" if n == 1 else ""))
             return
@@ -113,16 +120,15 @@ class Display(QObject):
             emit(self.message, f"{seg.method} could not place label"
                  f"{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))}: it ignores the "
                  "strokes when clustering (choose a constrained method to keep every label)")
-        iters = getattr(seg.diagnostics, "iterations", None)
-        emit(self.status, f"{seg.method}: {result.seconds:.2f} s"
-             + (f", {iters} iterations" if iters is not None else "")
-             + (" (cached)" if cached else ""))
+        emit(self.details, words.result_details(seg))
+        emit(self.status, words.result_status(result.seconds, cached))
 
     def _on_preview(self, tag: Any, result: Result) -> None:
         if tag == self.tag and (self.state.shown is None or self.state.shown.tag != tag):
             self.state.shown = Shown(tag, result)
-            emit(self.status, f"{result.segmentation.method}: coarse preview (hatched) after "
-                 f"{result.seconds:.2f} s, the answer follows…")
+            emit(self.details, words.result_details(result.segmentation))
+            emit(self.status, f"Coarse preview (hatched) after {result.seconds:.2f} s, the "
+                              "answer follows…")
 
     def _on_failed(self, tag: Any, message: str) -> None:
         if tag == self.tag:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QLabel, QListWidget, QListWidgetItem, QPushButton,
-                               QHBoxLayout, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from ..editing.project import DONE, IN_PROGRESS, UNTOUCHED
 from .qtcompat import emit
@@ -54,8 +54,10 @@ class FolderPanel(QWidget):
         self.done_box.setToolTip("This image is finished (Ctrl+Return marks it done and opens "
                                  "the next one)")
         self.done_box.clicked.connect(self._on_done_clicked)
-        self.previous = QPushButton("◀ Previous", self)
-        self.next = QPushButton("Next ▶", self)
+        self.previous = QToolButton(self)
+        self.previous.setText("◀")
+        self.next = QToolButton(self)
+        self.next.setText("▶")
         for b, d in ((self.previous, -1), (self.next, 1)):
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
             b.clicked.connect(lambda _c=False, d=d: emit(self.step, d))
@@ -63,7 +65,9 @@ class FolderPanel(QWidget):
         self.next.setToolTip("The image after (Page Down)")
         row = QHBoxLayout()
         row.addWidget(self.previous)
+        row.addStretch(1)
         row.addWidget(self.done_box)
+        row.addStretch(1)
         row.addWidget(self.next)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLabel, QListView, QListWidget, QListWidgetItem, Q
 
 from ..io import render
 from .qimage import rgb_to_qimage
+from . import words
 from .state import AppState
 
 THUMB = 150  # thumbnail size (longest side, pixels)
@@ -61,8 +62,9 @@ class HeatmapPanel(QWidget):
         self.list.setIconSize(QSize(THUMB + 14, THUMB))
         self.list.setResizeMode(QListView.ResizeMode.Adjust)
         self.list.setMovement(QListView.Movement.Static)
-        self.list.setToolTip("Generalized eigenvectors (blue < 0 < red). Click one to show it "
-                             "full size over the image; click again to hide it.")
+        self.list.setToolTip("The patterns the method split the labels by (its generalized "
+                             "eigenvectors; blue below zero, red above). Click one to see it "
+                             "full size over the image; click again (or Esc) to hide it.")
         self.list.itemClicked.connect(self._on_clicked)
         self.info = QLabel("No segmentation yet.", self)
         self.info.setWordWrap(True)
@@ -102,13 +104,16 @@ class HeatmapPanel(QWidget):
             v = eigenvectors[:, :, j]
             vmax = result.vmax[j]
             pix = QPixmap.fromImage(rgb_to_qimage(thumbnail(v, vmax)))
-            text = f"v{j + 1}" + (f"  λ = {readable(float(lam[j]))}" if j < lam.size else "")
-            item = QListWidgetItem(QIcon(pix), text)
+            ratio = float(abs(lam[j]) / abs(lam[0])) if j < lam.size and lam[0] else None
+            item = QListWidgetItem(QIcon(pix), words.vector_caption(j, ratio))
             item.setData(Qt.ItemDataRole.UserRole, j)
-            item.setToolTip(f"eigenvector {j + 1}: colour range ±{readable(vmax, 3)}"
+            item.setToolTip(f"A pattern the method found in the photo: the labels are split "
+                            f"where its colour changes (blue below zero, red above).\n"
+                            f"eigenvector {j + 1}: colour range ±{readable(vmax, 3)}"
                             + (f"\n{eigenvalue_text(lam, j)}" if j < lam.size else ""))
             self.list.addItem(item)
-        self.info.setText(f"{eigenvectors.shape[2]} eigenvector(s); click to view full size.")
+        self.info.setText(f"{eigenvectors.shape[2]} pattern(s) the labels were split by; click "
+                          "one to see it full size.")
 
     def _on_clicked(self, item: QListWidgetItem) -> None:
         j = int(item.data(Qt.ItemDataRole.UserRole))

@@ -17,9 +17,10 @@ from PySide6.QtWidgets import (
     QColorDialog,
     QHBoxLayout,
     QHeaderView,
-    QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -75,22 +76,25 @@ class LabelPanel(QWidget):
                               "Double-click a name to rename it.")
         self.table.currentCellChanged.connect(lambda row, *_: self._on_row(row))
         self.table.itemChanged.connect(self._on_item_changed)
-        self.color_button = QPushButton("Colour…", self)
+        self.color_button = QToolButton(self)
+        self.color_button.setText("Colour…")
         self.color_button.setToolTip("Choose the colour of the current label")
         self.color_button.clicked.connect(self.choose_color)
-        self.add_button = QPushButton("New", self)
+        self.add_button = QToolButton(self)
+        self.add_button.setText("New")
         self.add_button.setToolTip("Add a label (Ctrl+L); up to 255")
         self.add_button.clicked.connect(self.add_label)
-        self.clear_button = QPushButton("Clear", self)
+        self.clear_button = QToolButton(self)
+        self.clear_button.setText("Clear")
         self.clear_button.setToolTip("Erase every stroke of the current label (undoable)")
         self.clear_button.clicked.connect(
             lambda: emit(self.clearLabelRequested, self.state.label))
         for b in (self.color_button, self.add_button, self.clear_button):
             b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         buttons = QHBoxLayout()
-        buttons.addWidget(self.color_button)
-        buttons.addWidget(self.add_button)
-        buttons.addWidget(self.clear_button)
+        for b in (self.color_button, self.add_button, self.clear_button):
+            b.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+            buttons.addWidget(b)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.table)

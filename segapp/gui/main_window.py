@@ -39,6 +39,7 @@ from .bind import bind
 from .canvas import Canvas
 from .display import Display
 from .document import Document
+from .document.folder import AUTOSAVE
 from .folder_panel import FolderPanel
 from .host import qt_host
 from .heatmap_panel import HeatmapPanel
@@ -50,6 +51,9 @@ from .state import MAX_BRUSH, MIN_BRUSH, TOOLS, AppState
 from .worker import DEBOUNCE_MS, SegmentationWorker
 
 log = logging.getLogger(__name__)
+
+#: As the window narrows, the side panels give way until the image has this share of its width.
+CANVAS_SHARE = 0.5
 
 class MainWindow(QMainWindow):
     """The segapp main window.
@@ -113,8 +117,10 @@ class MainWindow(QMainWindow):
         self.cancel_export_button = self.status.cancel_export_button
         self.cancel_load_button = self.status.cancel_load_button
         self.display.status.connect(self.time_label.setText)
+        self.display.details.connect(self.time_label.setToolTip)
         self.worker.busy.connect(self.status.busy)
 
+        self._dock_widths: dict[QDockWidget, int] = {}  # widths the panels gave up
         self.actions_by_name: dict[str, QAction] = {}
         self._build_actions()
         self._build_menus_and_toolbar()
@@ -293,7 +299,10 @@ class MainWindow(QMainWindow):
         # an old message is about the image being replaced: it goes when the next one loads
         doc.loader.progress.connect(lambda _i, n, _t: n and self.message_bar.hide())
         doc.editor.progress.connect(self.status.edit_progress)
-        doc.saver.progress.connect(lambda _i, n, text: n and self.show_info(f"{text}…"))
+        # sessions saved by the person are said; a folder's work written as it goes is not
+        # (the title's * goes when it is written)
+        doc.saver.progress.connect(lambda _i, n, text: n and not text.startswith(AUTOSAVE)
+                                   and self.show_info(f"{text}…"))
         self.cancel_load_button.clicked.connect(doc.loader.cancel)
 
     def _brush_tip(self, screen: bool) -> None:
@@ -354,6 +363,39 @@ class MainWindow(QMainWindow):
     def apply_settings(self, settings: dict[str, Any]) -> None:
         """Settings from a session or a recovered journal."""
         self.settings_panel.apply(settings)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._share_width()
+
+    def _share_width(self) -> None:
+        """The image keeps at least :data:`CANVAS_SHARE` of the window's width: as the window
+        narrows, the side panels give way (down to their own minimum) before the canvas does
+        (it shrank to ~150 px while the panels kept their width, issue 32); as it widens
+        again, they get back the width they had."""
+        docks = [d for d in self.findChildren(QDockWidget)
+                 if d.isVisible() and not d.isFloating()
+                 and self.dockWidgetArea(d) in (Qt.DockWidgetArea.LeftDockWidgetArea,
+                                                Qt.DockWidgetArea.RightDockWidgetArea)]
+        if not docks:
+            return
+        sides: dict[Any, int] = {}
+        for d in docks:  # one width per side (stacked docks share it)
+            sides[self.dockWidgetArea(d)] = max(sides.get(self.dockWidgetArea(d), 0), d.width())
+        room = self.width() - int(self.width() * CANVAS_SHARE)  # what the panels may have
+        wanted = {d: self._dock_widths.get(d, d.width()) for d in docks}
+        total = sum(max(wanted[d] for d in docks if self.dockWidgetArea(d) == side)
+                    for side in sides)
+        scale = min(1.0, room / max(total, 1))
+        widths = [max(d.minimumSizeHint().width(), int(wanted[d] * scale)) for d in docks]
+        if all(abs(w - d.width()) <= 2 for w, d in zip(widths, docks)):
+            return
+        for d in docks:
+            self._dock_widths.setdefault(d, d.width())  # the width to give back later
+        self.resizeDocks(docks, widths, Qt.Orientation.Horizontal)
+        if scale >= 1.0:
+            for d in docks:  # back at their own width: a later drag of theirs is theirs
+                self._dock_widths.pop(d, None)
 
     # ==========================================================================================
     # dialogs (overridable in tests)

@@ -223,12 +223,20 @@ class SegmentWidget(QWidget):
         geometry = ({"scale": image.scale[:2], "translate": image.translate[:2]}
                     if image is not None else {})
         labels = result.labels.astype(np.int32)
+        # napari selects a layer it adds: the next brush stroke would go into the result
+        # (issue 32). The layer being painted stays the selected one, in paint mode if it was.
+        painting = self.scribbles_layer()
+        mode = getattr(painting, "mode", None)
         if RESULT_LAYER in self.viewer.layers:
             self.viewer.layers[RESULT_LAYER].data = labels
         else:
             self.viewer.add_labels(labels, name=RESULT_LAYER, opacity=0.45, **geometry)
         if self.eigen_box.isChecked():
             self._show_eigenvectors(result.eigenvectors, geometry)
+        if painting is not None and painting in self.viewer.layers:
+            self.viewer.layers.selection.active = painting
+            if mode is not None and painting.mode != mode:
+                painting.mode = mode
         diag = result.diagnostics
         its = f", {diag.iterations} iterations" if getattr(diag, "iterations", None) else ""
         self.status.setText(f"{len(result.label_ids)} labels, "

@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 from .. import methods
 from ..errors import InvalidInputError
 from ..options import MAX_PIXELS, Option
+from . import words
 from .bind import bind
 from .qtcompat import emit
 from .state import AppState
@@ -93,8 +94,9 @@ class OptionRow:
         self.opt, self.state, self.report, self.done = opt, state, report, done
         self.widget = self._make(parent)
         self.widget.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # never reached by Tab from the canvas
-        tip = opt.describe() + ("\n(set-up option: changing it rebuilds the image graph)"
-                                if opt.stage == "setup" else "")
+        tip = words.option_tip(opt.name, opt.describe()) + (
+            "\n⚙ set-up option: changing it rebuilds the image graph" if opt.stage == "setup"
+            else "")
         self.widget.setToolTip(tip)
         self.follow()
 
@@ -109,6 +111,9 @@ class OptionRow:
             w = QComboBox(parent)
             for c in ((None,) if opt.none_ok else ()) + tuple(choices):
                 w.addItem(choice_text(opt, c), c)
+            # as narrow as the panel: a long choice is cut in the box, whole in its list
+            w.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            w.setMinimumContentsLength(6)
             w.activated.connect(lambda i: self.write(w.itemData(i)))
         elif (opt.type is int and opt.low is not None and opt.high is not None
               and opt.high - opt.low <= SPIN_LIMIT):
@@ -191,10 +196,14 @@ class SettingsPanel(QWidget):
         self.state, self.report = state, report
         self.method = QComboBox(self)
         for name, description in methods.available_methods():
-            self.method.addItem(name, name)
-            self.method.setItemData(self.method.count() - 1, description,
+            self.method.addItem(words.method_label(name), name)
+            self.method.setItemData(self.method.count() - 1, f"{name}: {description}",
                                     Qt.ItemDataRole.ToolTipRole)
-        self.method.setToolTip("Segmentation method (hover an entry for a description)")
+        self.method.setToolTip("How the image is segmented (hover an entry for what it does; "
+                               "docs/gui.md compares them)")
+        self.method.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.method.setMinimumContentsLength(10)
         self.method.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.method.activated.connect(lambda _i: emit(self.done_editing))
         host = QWidget(self)
@@ -202,6 +211,10 @@ class SettingsPanel(QWidget):
         self.advanced_host = QWidget(host)
         self.advanced = QFormLayout(self.advanced_host)
         self.advanced.setContentsMargins(0, 0, 0, 0)
+        for form in (self.basic, self.advanced):
+            # a narrow panel puts a field under its name instead of clipping either
+            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.advanced_button = QToolButton(host)
         self.advanced_button.setCheckable(True)
         self.advanced_button.setAutoRaise(True)
@@ -216,6 +229,7 @@ class SettingsPanel(QWidget):
         inner.addStretch(1)
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(host)
         self.error = QLabel("", self)
         self.error.setWordWrap(True)
@@ -227,9 +241,8 @@ class SettingsPanel(QWidget):
         self.reset_button.clicked.connect(self.reset)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        top = QFormLayout()
-        top.addRow("Method", self.method)
-        layout.addLayout(top)
+        layout.addWidget(QLabel("Method", self))  # above the list: a narrow panel keeps it
+        layout.addWidget(self.method)
         layout.addWidget(scroll, 1)
         layout.addWidget(self.error)
         layout.addWidget(self.reset_button)
@@ -259,7 +272,8 @@ class SettingsPanel(QWidget):
             row = OptionRow(opt, self.state, self, self._row_error,
                             lambda: emit(self.done_editing))
             self.rows[opt.name] = row
-            label = QLabel(opt.name.replace("_", " ") + (" ⚙" if opt.stage == "setup" else ""))
+            label = QLabel(words.option_label(opt.name)
+                           + (" ⚙" if opt.stage == "setup" else ""))
             label.setToolTip(row.widget.toolTip())
             form.addRow(label, row.widget)
         advanced = sum(not o.basic for o in options)

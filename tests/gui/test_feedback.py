@@ -48,7 +48,7 @@ def test_undo_and_redo_of_a_stroke_show_the_cached_overlay_at_once(qtbot, window
     assert shown == [win.display.tag] and win.canvas._overlay_item.pixmap().toImage() == first
     qtbot.keyClick(win.canvas, Qt.Key.Key_Z, ctrl | Qt.KeyboardModifier.ShiftModifier)
     assert len(shown) == 2 and win.canvas._overlay_item.pixmap().toImage() == second
-    assert "(cached)" in win.time_label.text()
+    assert "(from memory)" in win.time_label.text()
 
 
 def test_a_kept_drawing_is_only_for_the_result_it_was_drawn_from():
@@ -64,16 +64,38 @@ def test_a_kept_drawing_is_only_for_the_result_it_was_drawn_from():
     assert cache.nbytes <= cache.max_bytes and cache.get(3) is not None and cache.get(0) is None
 
 
-def test_eigenvalues_are_written_for_a_person(qtbot, window):
-    """Issue 23: eigenvalues showed as ~1e-11."""
+def test_the_window_speaks_plainly_and_keeps_the_details_in_tooltips(qtbot, window):
+    """Issue 23: eigenvalues showed as ~1e-11; issue 32: "0 iterations" after every direct
+    solve, "λ = 2.1×10⁻¹³", "sigma scale", "constraint weight", methods without a word of
+    their cost. The technical words are in the tooltips."""
     assert readable(1.234e-11) == "1.2×10⁻¹¹" and readable(0.25) == "0.25"
     assert readable(-3.3e-7, 3) == "-3.30×10⁻⁷" and readable(1234.0) == "1234"
     win = window
-    segment(qtbot, win)
-    item = win.heatmap_panel.list.item(0)
-    lam = float(win.result.eigenvalues[0])
-    assert item.text() == f"v1  λ = {readable(lam)}" and "e-" not in item.text()
-    assert "eigenvalue λ1" in item.toolTip()
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        qtbot.keyClick(win.canvas, Qt.Key.Key_1)
+        drag(qtbot, win.canvas, [(50, 45), (70, 45)])
+        qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+        drag(qtbot, win.canvas, [(5, 5), (115, 8)])
+        qtbot.keyClick(win.canvas, Qt.Key.Key_3)
+        drag(qtbot, win.canvas, [(5, 85), (115, 85)])
+    status = win.time_label.text()
+    assert status.startswith("Segmented in ") and "iteration" not in status
+    assert "Solver:" in win.time_label.toolTip() and "fastge" in win.time_label.toolTip()
+    first, second = win.heatmap_panel.list.item(0), win.heatmap_panel.list.item(1)
+    lam = np.asarray(win.result.eigenvalues, float)
+    assert first.text() == "Vector 1" and "λ" not in first.text() + second.text()
+    assert second.text() == f"Vector 2 (cost ×{abs(lam[1] / lam[0]):.2g})"
+    assert "eigenvalue λ1" in first.toolTip() and "e-" not in first.toolTip().split("λ1")[1][:12]
+    panel = win.settings_panel
+    names = {panel.basic.labelForField(r.widget).text() for r in panel.rows.values()
+             if panel.basic.labelForField(r.widget) is not None}
+    assert names == {"Colour tolerance ⚙", "Noise smoothing ⚙", "Stroke strength",
+                     "Working size ⚙"}
+    assert "sigma_scale" in panel.rows["sigma_scale"].widget.toolTip()
+    texts = [panel.method.itemText(i) for i in range(panel.method.count())]
+    assert texts[0] == "FAST-GE: best on photos, fast (default)"
+    assert all(any(w in t for w in ("fast", "slow", "medium", "quick")) for t in texts)
 
 
 def test_the_brush_ring_shows_on_light_and_dark_photos_and_the_fill_tool_has_one(

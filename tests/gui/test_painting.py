@@ -145,7 +145,7 @@ def test_undo_and_redo_show_the_earlier_segmentation_at_once(qtbot, window):
     qtbot.keyClick(win.canvas, Qt.Key.Key_Y, Qt.KeyboardModifier.ControlModifier)
     assert win.state.shown.result is second.result
     assert solves == [] and not win.worker.is_busy
-    assert "(cached)" in win.time_label.text()
+    assert "(from memory)" in win.time_label.text()
 
 
 def test_a_fill_where_everything_is_painted_changes_nothing_and_says_so(qtbot, window):

@@ -152,3 +152,24 @@ def test_new_scribbles_layer_matches_the_image(dock):
     layer = widget.new_scribbles_layer()
     assert layer.data.shape == (40, 70) and widget.scribbles_box.currentText() == layer.name
     assert layer.mode == "paint" and layer.selected_label == 1
+
+
+def test_the_scribbles_stay_selected_after_the_first_answer(dock, qtbot):
+    """Issue 32: the first answer's layer became the selected one, so the next brush stroke
+    went into the result instead of the scribbles."""
+    viewer, widget = dock
+    img, strokes = two_region_scene()
+    viewer.add_image(img, name="bands", rgb=True)
+    widget.eigen_box.setChecked(True)  # more layers added with the answer
+    layer = viewer.add_labels(strokes.copy(), name="strokes")
+    layer.mode = "paint"
+    assert viewer.layers.selection.active is layer
+    wait_for_result(qtbot, viewer, widget, segapp.segment(img, strokes).labels)
+    qtbot.waitUntil(lambda: EIGENVECTOR_LAYER.format(1) in viewer.layers, timeout=TIMEOUT_MS)
+    assert viewer.layers.selection.active is layer and layer.mode == "paint"
+    # the next stroke, painted as the viewer's brush does on the selected layer
+    active = viewer.layers.selection.active
+    active.selected_label = 3
+    active.paint((30, 45), 3)
+    assert (np.asarray(layer.data) == 3).any()
+    assert not (result_of(viewer) == 3).any() or (strokes == 3).any()

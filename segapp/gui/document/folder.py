@@ -28,6 +28,9 @@ from .opening import Loaded, Opening
 
 #: Strokes are written this long after the last edit (the journal holds them meanwhile).
 SAVE_DELAY_MS = 1500
+#: The names of the background jobs that write the folder as the work goes (the window does
+#: not announce them).
+AUTOSAVE = "Keeping"
 
 
 class FolderWork(Opening):
@@ -249,7 +252,7 @@ class FolderWork(Opening):
             self.error.emit(f"Cannot save the work on {image.name} in {project.data}: "
                             f"{message}")
 
-        self.saver.start(f"Saving {image.name}",
+        self.saver.start(f"{AUTOSAVE} {image.name}",
                          lambda step: project.save_work(image, scribbles, answer), done, failed)
         if wait:
             self.saver.wait_loaded()
@@ -263,7 +266,7 @@ class FolderWork(Opening):
         project = self.project
         project.settings = self._settings()
         text = project.state_json()
-        self.saver.start("Saving the folder's state", lambda step: project.save_state(text),
+        self.saver.start(f"{AUTOSAVE} the folder's state", lambda step: project.save_state(text),
                          lambda _r: None,
                          lambda msg: self.error.emit(f"Cannot save the folder's state: {msg}"))
 
@@ -271,7 +274,7 @@ class FolderWork(Opening):
         if self.project is None:
             return
         project, text = self.project, self.project.schema.to_json()
-        self.saver.start("Saving the labels", lambda step: project.save_schema(text),
+        self.saver.start(f"{AUTOSAVE} the labels", lambda step: project.save_schema(text),
                          lambda _r: self._save_state(),
                          lambda msg: self.error.emit(f"Cannot save the labels: {msg}"))
 

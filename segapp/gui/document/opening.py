@@ -30,6 +30,11 @@ class Loaded:
     view: Any  # segapp.gui.loader.View; None: the canvas makes it (images installed by scripts)
 
 
+#: Images of more pixels are opened only when the person says so (the limit the command line
+#: has as ``--pixel-limit``): reading one holds :attr:`TooLarge.BYTES_PER_PIXEL` per pixel.
+PIXEL_LIMIT = DEFAULT_PIXEL_LIMIT
+
+
 class TooLarge(InvalidInputError):
     """An image of more pixels than the app opens without asking (raised by the reader before
     anything is decoded; the app asks whether to open it anyway)."""
@@ -104,10 +109,13 @@ class Opening(Saving):
         return None
 
     def _load_image(self, p: Path, done: Callable[[Loaded], None], *,
-                    pixel_limit: int | None = DEFAULT_PIXEL_LIMIT, **read: Any) -> None:
+                    pixel_limit: Any = "default", **read: Any) -> None:
         """Read image ``p`` in the loader (``read``: more arguments of ``host.read_image``);
-        one above ``pixel_limit`` pixels is opened only if the user says so."""
+        one above ``pixel_limit`` pixels (default :data:`PIXEL_LIMIT`) is opened only if the
+        user says so."""
         reader = self.host.read_image
+        if pixel_limit == "default":
+            pixel_limit = PIXEL_LIMIT
 
         def work(step: Any) -> Loaded | TooLarge:
             try:

@@ -58,7 +58,8 @@ class Recovering(Opening):
     def _offer(self, orphan: Orphan, rec: Recovered) -> bool:
         answer = self.dialog.choose(
             "Restore previous work?",
-            f"segapp did not shut down cleanly while you worked on {rec.image_path.name} "
+            f"segapp did not shut down cleanly while you worked on {rec.image_path.name}"
+            + (f" of the folder {rec.project.name}" if rec.project is not None else "") + " "
             f"(last change {orphan.last_change():%Y-%m-%d %H:%M}); its strokes were not saved: "
             f"{rec.summary()}. Restore them with their undo history?",
             ("Restore", "Discard", "Later"))
