@@ -1,4 +1,4 @@
-"""Bundled sample photographs with ready-made scribbles (see ``sample_images/LICENSE.md``).
+"""Bundled sample photographs with ready-made scribbles (see ``segapp/sample_images/LICENSE.md``).
 
 >>> from segapp.samples import list_samples, sample_path, sample_scribbles_path
 >>> list_samples()                                    # doctest: +SKIP
@@ -27,7 +27,7 @@ def samples_dir() -> Path:
 
     Uses the installed data package ``segapp.sample_images`` (normal and editable installs);
     when segapp runs from a source checkout that is not installed (``PYTHONPATH=repo``) that
-    package cannot be imported, so the top-level ``sample_images/`` folder is used instead.
+    package cannot be imported, so the ``sample_images/`` folder beside this module is used.
 
     Returns
     -------
@@ -46,7 +46,7 @@ def samples_dir() -> Path:
             return path
     except (ModuleNotFoundError, TypeError, ValueError):
         pass
-    checkout = Path(__file__).resolve().parent.parent / "sample_images"
+    checkout = Path(__file__).resolve().parent / "sample_images"
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError("segapp sample images not found (package segapp.sample_images)")

@@ -1,4 +1,4 @@
-"""Icons from the ``resources/`` folder (installed as ``segapp.resources``)."""
+"""Icons from the ``segapp/resources/`` folder (the data package ``segapp.resources``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def resources_dir() -> Path:
             return path
     except (ModuleNotFoundError, TypeError, ValueError):
         pass
-    return Path(__file__).resolve().parents[2] / "resources"
+    return Path(__file__).resolve().parents[1] / "resources"
 
 
 def icon(name: str) -> QIcon:
