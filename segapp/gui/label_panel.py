@@ -126,32 +126,44 @@ class LabelPanel(QWidget):
             self._updating = False
 
     def _refresh(self, _label_id: int) -> None:
+        """Show the schema: rows updated in place (an editor open on a name stays valid),
+        made anew only when labels were added."""
         if self.model is None:
             return
         self._updating = True
         try:
             labels = list(self.model.schema)
-            self.table.setRowCount(len(labels))
+            if self.table.rowCount() != len(labels):
+                self.table.setRowCount(len(labels))
+                for row in range(len(labels)):
+                    self._make_row(row)
             for row, lab in enumerate(labels):
-                key = f" (key {row + 1})" if row < 9 else ""
-                name = QTableWidgetItem(color_icon(lab.color), lab.name)
+                name = self.table.item(row, NAME)
+                name.setText(lab.name)
+                name.setIcon(color_icon(lab.color))
                 name.setData(Qt.ItemDataRole.UserRole, lab.id)
+                key = f" (key {row + 1})" if row < 9 else ""
                 name.setToolTip(f"Label {lab.id}{key}")
-                name.setFlags(Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
-                              | Qt.ItemFlag.ItemIsEditable)
-                if lab.hidden:
-                    name.setForeground(QColor(150, 150, 150))
-                self.table.setItem(row, NAME, name)
+                name.setForeground(QColor(150, 150, 150) if lab.hidden
+                                   else self.table.palette().text().color())
                 for col, on in ((SHOWN, not lab.hidden), (LOCKED, lab.locked)):
-                    box = QTableWidgetItem()
-                    box.setFlags(Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
-                                 | Qt.ItemFlag.ItemIsUserCheckable)
-                    box.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-                    box.setToolTip(self.table.horizontalHeaderItem(col).toolTip())
-                    self.table.setItem(row, col, box)
+                    self.table.item(row, col).setCheckState(
+                        Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
             self.table.setCurrentCell(self.row_of(self.state.label), NAME)
         finally:
             self._updating = False
+
+    def _make_row(self, row: int) -> None:
+        name = QTableWidgetItem()
+        name.setFlags(Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
+                      | Qt.ItemFlag.ItemIsEditable)
+        self.table.setItem(row, NAME, name)
+        for col in (SHOWN, LOCKED):
+            box = QTableWidgetItem()
+            box.setFlags(Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
+                         | Qt.ItemFlag.ItemIsUserCheckable)
+            box.setToolTip(self.table.horizontalHeaderItem(col).toolTip())
+            self.table.setItem(row, col, box)
 
     def _on_row(self, row: int) -> None:
         label = self.label_of(row)
