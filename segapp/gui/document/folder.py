@@ -362,8 +362,16 @@ class FolderWork(Opening):
             self.error.emit("Export ▸ Dataset is for a folder of images: open one with File ▸ "
                             "Open Folder.")
             return
-        chosen = self.dialog.get_folder("Export the folder's dataset into",
-                                        str(self.project.data / "dataset"))
+        if not any(p.name in self.project.done for p in self.project.images):
+            self.error.emit("No image of the folder is done yet: segment an image and mark it "
+                            "done (Ctrl+Return) first.")
+            return
+        default = self.project.data / "dataset"
+        try:
+            default.mkdir(parents=True, exist_ok=True)  # a folder the dialog can offer
+        except OSError:
+            default = self.project.folder
+        chosen = self.dialog.get_folder("Export the folder's dataset into", str(default))
         if chosen:
             self.export_dataset(chosen)
 
