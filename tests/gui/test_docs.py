@@ -48,3 +48,17 @@ def test_the_window_offers_the_same_shortcuts(window):
     assert shown == {QKeySequence(k).toString(QKeySequence.SequenceFormat.PortableText)
                      for k in action_keys()}
     assert {name for name, _ in actions.GESTURES} <= {row[0] for row in window.shortcut_table()}
+
+
+def test_every_plain_word_on_screen_is_explained_in_the_guide():
+    """Issue 32: each term the window uses (an option's plain name, a method's label) is in
+    docs/gui.md, beside the technical name it stands for."""
+    from segapp.gui import words
+
+    text = DOC.read_text()
+    for name, (label, _what) in words.OPTION_WORDS.items():
+        assert f"**{label}**" in text and f"`{name}`" in text, name
+    for name, label in words.METHOD_WORDS.items():
+        assert label in text and f"`{name}`" in text, name
+    for term in ("Segmented in", "Vector j (cost ×r)", "soft mask", "Shown", "Locked"):
+        assert term in text, term
