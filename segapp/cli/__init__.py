@@ -74,8 +74,8 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
                "'segapp methods' the methods.")
     seg.add_argument("image", metavar="IMAGE", help="any Pillow format; EXIF orientation applied")
     seg.add_argument("--scribbles", "-s", required=True, metavar="SCRIBBLES",
-                     help="label-id PNG (0 = unlabelled, 1..9) or colour strokes on black/"
-                          "transparent, same size as IMAGE")
+                     help="label-id PNG (0 = unlabelled, 1..9; up to 255 with --labels) or "
+                          "colour strokes on black/transparent, same size as IMAGE")
     seg.add_argument("--output", "-o", required=True, metavar="LABELS.png",
                      help="label map PNG to write")
     seg.add_argument("--overlay", metavar="OVERLAY.png", help="also write a colour overlay")

@@ -35,7 +35,8 @@ def make_application(argv: list[str] | None = None) -> Any:
 
 
 def run(path: str | None = None, recovery_dir: str | os.PathLike | None = None) -> int:
-    """Open the main window on ``path`` (image or ``*.segapp.json``) or the bundled sample.
+    """Open the main window on ``path`` (an image, a ``*.segapp.json`` session or a folder of
+    images) or the bundled sample.
 
     Work left by an instance that did not exit cleanly is offered back first.
 

@@ -115,7 +115,7 @@ def _json(obj: Any) -> bytes:
 
 
 def pack_map(values: np.ndarray) -> bytes:
-    """Label values (0..9) as an edit frame stores them (zlib, fastest level)."""
+    """Label values (0..255) as an edit frame stores them (zlib, fastest level)."""
     return zlib.compress(np.ascontiguousarray(values, dtype=np.uint8).tobytes(), 1)
 
 

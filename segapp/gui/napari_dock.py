@@ -1,6 +1,6 @@
 """The napari dock widget: scribbles in a Labels layer, segapp's result in another, live.
 
-Pick an image layer and a Labels layer holding the scribbles (0 = none, 1..9 = label ids;
+Pick an image layer and a Labels layer holding the scribbles (0 = none, else label ids;
 "New scribbles layer" makes an empty one of the image's size). With "Live" on, every
 finished brush stroke, fill, undo or replacement of the scribble data starts
 :meth:`segapp.Session.update` in napari's ``thread_worker`` (after a short pause, so a burst

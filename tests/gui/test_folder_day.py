@@ -155,3 +155,30 @@ def test_a_folder_of_20_photos_annotated_over_two_sessions_and_exported(qtbot, m
         for ann in anns:
             np.testing.assert_array_equal(decode_mask(ann["segmentation"]),
                                           labels == ann["category_id"])
+
+
+def test_work_on_a_folders_image_restored_after_a_crash_goes_back_into_the_folder(
+        qtbot, make_window, folder, tmp_path):
+    from .conftest import recover_and_wait, simulate_crash
+
+    win = make_window(recovery_dir=tmp_path / "rec")
+    assert win.open_path(folder) and win.document.wait_loaded()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_PageDown)
+    win.document.wait_loaded()
+    qtbot.keyClick(win.canvas, Qt.Key.Key_3)
+    drag(qtbot, win.canvas, [(10, 10), (70, 12)])  # killed before it is written
+    strokes = win.model.scribbles.copy()
+    assert not (folder / "segapp" / "strokes" / "img2.png").exists()
+    win.document.project.unlock()  # the kernel drops a killed process's lock
+    simulate_crash(win)
+    again = make_window(recovery_dir=tmp_path / "rec")
+    asked = []
+    again.choose = lambda title, text, buttons: asked.append(text) or "Restore"
+    assert recover_and_wait(again)
+    assert "of the folder photos" in asked[0]
+    assert again.document.project is not None and again.document.project.folder == folder
+    assert again.state.image_path.name == "img2.png" and again.folder_dock.isVisible()
+    np.testing.assert_array_equal(again.model.scribbles, strokes)
+    saved = folder / "segapp" / "strokes" / "img2.png"
+    qtbot.waitUntil(saved.exists, timeout=SOLVE_TIMEOUT)  # written into the folder as it goes
+    np.testing.assert_array_equal(np.asarray(Image.open(saved)), strokes)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,10 +19,11 @@ from PIL import Image
 from coco_reader import decode_mask  # tests/ is on sys.path
 from segapp.editing import Label, LabelSchema
 
-from .test_xvfb_app import LEFT, RIGHT, find, grab, xdotool  # noqa: F401  (fixture)
+from .test_xvfb_app import LEFT, RIGHT, xdotool  # noqa: F401  (fixture)
+from .test_xvfb_tools import H, W, Person
 
 REPO = Path(__file__).resolve().parents[2]
-H, W, N = 200, 300, 6
+N = 6  # photos of H × W, the size test_xvfb_tools's person paints on
 
 
 def split(n: int) -> int:
@@ -46,69 +45,35 @@ def make_folder(folder: Path) -> None:
                  Label(2, "right half", (86, 180, 233))]).write(folder / "segapp" / "labels.json")
 
 
-class App:
-    """``segapp FOLDER`` on the Xvfb display, and the xdotool hands that use it."""
+class App(Person):
+    """``segapp FOLDER`` on the Xvfb display, and the xdotool hands that use it (the person of
+    ``test_xvfb_tools``, on photos of the same size)."""
 
     def __init__(self, exe: str, env: dict, folder: Path, shots: Path) -> None:
-        self.exe, self.env, self.folder = exe, env, folder
+        super().__init__(exe, env, folder, shots)
+        self.folder = folder
         self.shots = iter(shots / f"{time.monotonic_ns()}_{i}.png" for i in range(10**4))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from segapp.cli import main; "
-             "sys.exit(main(sys.argv[1:]))", str(folder)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.box: tuple[int, int, int, int] | None = None
 
-    def xdo(self, *args: str) -> str:
-        return subprocess.run([self.exe, *args], env=self.env, check=True, capture_output=True,
-                              text=True, timeout=90).stdout
-
-    def window(self, name: str) -> str:
-        """Wait for the window whose title holds ``name``; give it the keyboard (there is no
-        window manager to do it)."""
-        wid = self.xdo("search", "--sync", "--onlyvisible", "--name", name).split()[0]
-        self.xdo("windowfocus", "--sync", wid)
-        return wid
-
-    def find_image(self, deadline: float = 90.0) -> None:
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            shot = grab(self.env, next(self.shots))
-            both = find(shot, LEFT) | find(shot, RIGHT)
-            if both.sum() > 5000:
-                ys, xs = np.nonzero(both)
-                self.box = (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
-                return
-            time.sleep(0.3)
-        raise AssertionError("the photo never appeared on screen")
-
-    def at(self, x: float, y: float) -> tuple[str, str]:
-        x0, y0, x1, y1 = self.box
-        return str(int(x0 + x * (x1 - x0) / W)), str(int(y0 + y * (y1 - y0) / H))
-
-    def stroke(self, key: str, points) -> None:
+    def paint(self, key: str, points) -> None:
         self.xdo("mousemove", *self.at(*points[0]))
-        self.xdo("key", key)
-        self.xdo("mousedown", "1")
-        for p in points[1:]:
-            self.xdo("mousemove", *self.at(*p))
-            time.sleep(0.02)
-        self.xdo("mouseup", "1")
+        self.keys(key)
+        self.stroke(points)
 
     def annotate(self, n: int) -> None:
         """A stroke in each half of photo n; then wait for its answer to be written into the
         folder (the app writes it as soon as it is on screen)."""
         mask = self.folder / "segapp" / "masks" / f"img{n}.png"
-        self.stroke("1", [(20, 60), (split(n) / 2, 100), (split(n) - 25, 140)])
-        self.stroke("2", [(split(n) + 25, 60), ((split(n) + W) / 2, 100), (W - 20, 140)])
+        self.paint("1", [(20, 60), (split(n) / 2, 100), (split(n) - 25, 140)])
+        self.paint("2", [(split(n) + 25, 60), ((split(n) + W) / 2, 100), (W - 20, 140)])
         wait_for(mask.is_file, f"the answer of img{n}.png in the folder")
 
     def wait_exit(self, timeout: float = 60) -> str:
-        _, err = self.proc.communicate(timeout=timeout)
+        _, err = self.app.communicate(timeout=timeout)
         return err
 
     def kill(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.kill()
+        if self.app.poll() is None:
+            self.app.kill()
         return self.wait_exit()
 
 
@@ -140,10 +105,10 @@ def test_a_folder_annotated_quit_and_resumed_then_exported_at_an_x_server(
             first.annotate(n)
             first.xdo("key", "ctrl+Return")  # done, and on to the next image
             first.window(f"img{n + 1}.png")
-        first.stroke("1", [(20, 60), (60, 100)])  # a stroke on img4, and at once:
+        first.paint("1", [(20, 60), (60, 100)])  # a stroke on img4, and at once:
         first.xdo("key", "ctrl+q")  # quit; nothing is asked, the stroke is written
         errors.append(first.wait_exit())
-        assert first.proc.returncode == 0
+        assert first.app.returncode == 0
     finally:
         errors.append(first.kill())
     kept = np.asarray(Image.open(folder / "segapp" / "strokes" / "img4.png"))
