@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InvalidInputError
+from ..io.render import _row_bands
 
 __all__ = ["unit_png", "soft_mask", "soft_masks", "SCALE"]
 
@@ -25,23 +26,31 @@ SCALE = 65535
 
 def unit_png(values: np.ndarray) -> Image.Image:
     """An ``(H, W)`` array in [0, 1] as a 16-bit grey image (always 16 bits, whatever the
-    values; NaN as 0)."""
-    v = np.asarray(values, dtype=np.float64)
+    values; NaN as 0). Band by band: the app's export thread must not hold the GIL for long
+    (:data:`segapp.io.render.BAND_PIXELS`)."""
+    v = np.asarray(values)
     if v.ndim != 2:
         raise InvalidInputError(f"a soft mask must be (H, W), got shape {v.shape}")
-    q = np.rint(np.clip(np.nan_to_num(v, nan=0.0), 0.0, 1.0) * SCALE).astype(np.uint16)
+    q = np.empty(v.shape, np.uint16)
+    for r0, r1 in _row_bands(*v.shape):
+        band = np.nan_to_num(v[r0:r1].astype(np.float32), nan=0.0)
+        q[r0:r1] = np.rint(np.clip(band, 0.0, 1.0) * SCALE)
     return Image.fromarray(q)  # mode "I;16": saved as a 16-bit PNG
 
 
 def soft_mask(labels: np.ndarray, confidence: np.ndarray, label: int, k: int) -> np.ndarray:
-    """Label ``label``'s soft mask among ``k`` labels (see the module docstring), float32."""
+    """Label ``label``'s soft mask among ``k`` labels (see the module docstring), float32;
+    computed band by band, as :func:`unit_png`."""
     lab = np.asarray(labels)
-    c = np.clip(np.nan_to_num(np.asarray(confidence, dtype=np.float32), nan=0.0), 0.0, 1.0)
-    if c.shape != lab.shape:
-        raise InvalidInputError(f"confidence {c.shape} and labels {lab.shape} differ in size")
-    own = (1.0 + c) / 2.0
-    other = (1.0 - c) / (2.0 * (k - 1)) if k > 1 else np.zeros_like(c)
-    return np.where(lab == label, own, other).astype(np.float32)
+    conf = np.asarray(confidence)
+    if conf.shape != lab.shape:
+        raise InvalidInputError(f"confidence {conf.shape} and labels {lab.shape} differ in size")
+    out = np.empty(lab.shape, np.float32)
+    for r0, r1 in _row_bands(*lab.shape):
+        c = np.clip(np.nan_to_num(conf[r0:r1].astype(np.float32), nan=0.0), 0.0, 1.0)
+        other = (1.0 - c) / (2.0 * (k - 1)) if k > 1 else np.zeros_like(c)
+        out[r0:r1] = np.where(lab[r0:r1] == label, (1.0 + c) / 2.0, other)
+    return out
 
 
 def soft_masks(labels: np.ndarray, confidence: np.ndarray,

@@ -95,3 +95,26 @@ def test_confidence_and_soft_masks_are_16_bit_and_sum_to_one(tmp_path):
     write_pngs_atomic([(tmp_path / "c.png", unit_png(conf))])
     back = np.asarray(Image.open(tmp_path / "c.png")).astype(float) / 65535
     np.testing.assert_allclose(back, conf, atol=1 / 65535)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 30), st.integers(1, 120), st.integers(0, 2**31 - 1))
+def test_run_lengths_read_in_bands_of_columns_are_those_of_the_whole_mask(h, w, band, seed):
+    """The encoder reads a large mask a band of columns at a time (the export thread must not
+    hold the GIL for long): its runs must be the runs of the mask read column by column."""
+    from segapp.exports import coco
+
+    m = np.random.default_rng(seed).random((h, w)) < 0.4
+    flat = m.ravel(order="F")
+    runs, value, n = [], False, 0
+    for x in flat:
+        if bool(x) != value:
+            runs.append(n)
+            value, n = not value, 0
+        n += 1
+    runs.append(n)
+    saved, coco.BAND_PIXELS = coco.BAND_PIXELS, band
+    try:
+        assert coco.rle_counts(m) == runs
+    finally:
+        coco.BAND_PIXELS = saved

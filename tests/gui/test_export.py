@@ -31,7 +31,9 @@ def show_big_result(qtbot, win, tmp_path):
     win.document.install(image, tmp_path / "big.png")
     labels = (1 + (xx > W12 // 3) + (yy > H12 // 2)).astype(np.int32)
     vectors = np.stack([np.sin(xx / 300.0), np.cos(yy / 200.0)], axis=2).astype(np.float32)
-    seg = Segmentation(labels, (1, 2, 3), vectors, np.array([1e-3, 2e-3]))
+    confidence = (np.abs(np.sin(xx / 500.0)) * np.abs(np.cos(yy / 400.0))).astype(np.float32)
+    seg = Segmentation(labels, (1, 2, 3), vectors, np.array([1e-3, 2e-3]),
+                       confidence=confidence)
     with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
         win.state.shown = Shown(("test",), make_result(seg, 1.0))
     qtbot.wait(100)  # the 12 MP image and overlay are on screen
@@ -87,7 +89,8 @@ def test_export_all_of_a_12_megapixel_image_never_blocks_the_event_loop(
     print(f"export {elapsed:.1f} s, key press returned after {pressed * 1000:.0f} ms; gaps: "
           f"idle max {noise * 1000:.0f} ms, export max {gaps.max() * 1000:.0f} ms, "
           f"p99 {np.percentile(gaps, 99) * 1000:.0f} ms, {len(gaps)} ticks")
-    assert not report.missing and len(report.written) == 3 + 1 + 1 + 2
+    # label map + its JSON, 3 masks, overlay, 2 heat maps, confidence + 3 soft masks, COCO
+    assert not report.missing and len(report.written) == 2 + 3 + 1 + 2 + 4 + 1
     assert pressed < 0.1 + noise
     assert gaps.max() < 0.1 + noise, f"{gaps.max() * 1000:.0f} ms without an event"
     assert np.percentile(gaps, 99) < 0.1
