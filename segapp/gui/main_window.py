@@ -101,6 +101,7 @@ class MainWindow(QMainWindow):
                                       Qt.DockWidgetArea.RightDockWidgetArea)
         self._dock("Eigenvectors", self.heatmap_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self.folder_dock.hide()  # shown when a folder is open
+        self._folder_shown = False
 
         self.worker = SegmentationWorker(self, debounce_ms=debounce_ms)
         self.document = Document(qt_host(self, recovery_dir), state)
@@ -356,8 +357,9 @@ class MainWindow(QMainWindow):
         """The folder, its images or their states changed."""
         project = self.document.project
         self.folder_panel.show_project(project, self.state.image_path)
-        if project is not None:
-            self.folder_dock.show()
+        if (project is not None) != self._folder_shown:  # shown with a folder, hidden without
+            self._folder_shown = project is not None
+            self.folder_dock.setVisible(self._folder_shown)
         self._update_title()
 
     def apply_settings(self, settings: dict[str, Any]) -> None:

@@ -128,3 +128,23 @@ def test_a_folder_keeps_each_images_work_and_goes_from_image_to_image(tmp_path):
     assert not doc.go(-1)  # the first image: nothing before it
     assert doc.close()
     assert json.loads((folder / "segapp" / "project.json").read_text())["done"] == ["a.png"]
+
+
+def test_the_done_box_marks_only_what_can_be_marked(tmp_path):
+    from PIL import Image
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in ("a.png", "b.png"):
+        Image.fromarray(np.zeros((8, 10, 3), np.uint8)).save(folder / name)
+    doc, _prefs, _asked = make_document(tmp_path, answers=[])
+    errors, shown = [], []
+    doc.error.connect(errors.append)
+    doc.projectChanged.connect(lambda: shown.append(sorted(doc.project.done)))
+    assert doc.open_path(folder)
+    doc.set_done(folder / "a.png", True)  # on screen, not segmented: refused, said why
+    doc.set_done(folder / "b.png", True)  # no answer: refused
+    assert doc.project.done == set() and len(errors) == 2 and shown[-1] == []
+    doc.project.done.add("b.png")
+    doc.set_done(folder / "b.png", False)
+    assert doc.project.done == set() and shown[-1] == []

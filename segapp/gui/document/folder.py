@@ -188,19 +188,19 @@ class FolderWork(Opening):
         return self.open_in_folder(nxt, ask=False)
 
     def set_done(self, image: Path, done: bool) -> None:
-        """Mark an image of the folder done or not (from the folder list)."""
+        """Mark an image of the folder done or not (from the folder list); the image on screen
+        is marked as by :meth:`mark_done`, another one only if it has an answer."""
         if self.project is None:
             return
-        if done and not self.project.has_answer(image) and Path(image).name != Path(
-                self.state.image_path or "").name:
-            self.error.emit(f"{Path(image).name} has no answer yet: open it and segment it")
-            return
-        if done and Path(image).name == Path(self.state.image_path or "").name:
+        name = Path(image).name
+        if done and name == Path(self.state.image_path or "").name:
             self.mark_done(go_on=False)
-            return
-        (self.project.done.add if done else self.project.done.discard)(Path(image).name)
-        self._save_state()
-        self.projectChanged.emit()
+        elif done and not self.project.has_answer(image):
+            self.error.emit(f"{name} has no answer yet: open it and segment it")
+        else:
+            (self.project.done.add if done else self.project.done.discard)(name)
+            self._save_state()
+        self.projectChanged.emit()  # the list shows the state as it is, marked or not
 
     # -- saving as the work goes -----------------------------------------------------------
     def _folder_edited(self) -> None:
