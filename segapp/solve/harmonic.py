@@ -399,14 +399,14 @@ class HarmonicSolver:
     def _direct_potentials(self, d: direct.DirichletFactor, fixed: np.ndarray, b: np.ndarray,
                            token: CancelToken, timings: dict[str, float]
                            ) -> tuple[np.ndarray, int, np.ndarray, str]:
-        """The potentials from the factor (updated or refactored): exact to rounding."""
+        """The potentials from one snapshot of the factor (updated or refactored): exact to
+        rounding, whatever a background :meth:`prepare` swaps in meanwhile."""
         t = time.perf_counter()
-        rank = d.changed(fixed).size if d.base is not None else -1
-        refactor = rank < 0 or not d.can_update(fixed)
-        Phi = d.solve(fixed, b, token)
+        snap = d.for_strokes(fixed, token)
+        Phi = snap.solve(b, token)
         timings["potentials"] = time.perf_counter() - t
-        if refactor:
-            timings["amg_setup"] = d.timings.get("factor", 0.0)  # the set-up this edit paid
+        if snap.how == "refactor":
+            timings["amg_setup"] = snap.timings.get("factor", 0.0)  # the set-up this edit paid
             timings["potentials"] -= timings["amg_setup"]
         self.state = None
         # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
@@ -414,10 +414,10 @@ class HarmonicSolver:
         r[fixed] = 0.0
         bn = np.linalg.norm(b, axis=0)
         rel = np.linalg.norm(r, axis=0) / np.where(bn > 0, bn, 1.0)
-        how = ("potentials by a direct solve: numeric factor" if refactor else
-               "potentials by a direct solve: the base factor" if rank == 0 else
-               f"potentials by a direct solve: the base factor updated for {rank} changed "
-               "pixels")
+        how = ("potentials by a direct solve: numeric factor" if snap.how == "refactor" else
+               "potentials by a direct solve: the base factor" if snap.how == "base" else
+               f"potentials by a direct solve: the base factor updated for {snap.changed} "
+               "changed pixels")
         return Phi, 0, rel, f"{how} (relative residual {rel.max():.0e})"
 
     def _iterative_potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int],
