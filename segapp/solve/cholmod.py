@@ -16,7 +16,8 @@ Which library (:func:`library`)
 -------------------------------
 Tried in this order, the first that passes its checks serves:
 
-1. ``SEGAPP_CHOLMOD``: a path to a ``libcholmod`` (or a folder holding one) — only that one;
+1. ``SEGAPP_CHOLMOD``: a path to a ``libcholmod`` (or a folder holding one) — only that one
+   (``SEGAPP_CHOLMOD=system`` or ``=pip``: only the libraries of 2. or of 3.);
 2. the system's: ``libcholmod.so.5`` (SuiteSparse 7.x: Debian 13, Ubuntu 24.04),
    ``libcholmod.so.4`` (SuiteSparse 6.x), ``libcholmod.so.3`` (SuiteSparse 5.x: Debian 12,
    Ubuntu 22.04), whatever ``ctypes.util.find_library`` names (macOS, Windows);
@@ -185,22 +186,24 @@ def _load() -> Library:
 
 def _candidates() -> list[tuple[str, str]]:
     """``(path or soname, source)`` in the order they are tried (module doc)."""
-    given = os.environ.get("SEGAPP_CHOLMOD")
-    if given:
+    given = os.environ.get("SEGAPP_CHOLMOD", "")
+    if given and given not in ("system", "pip"):
         p = Path(given)
         if p.is_dir():
             found = sorted(glob.glob(str(p / "**" / "libcholmod*.so*"), recursive=True)
                            + glob.glob(str(p / "**" / "*cholmod*.dylib"), recursive=True))
             return [(found[0] if found else str(p / "libcholmod.so"), "SEGAPP_CHOLMOD")]
         return [(given, "SEGAPP_CHOLMOD")]
-    names = ["libcholmod.so.5", "libcholmod.so.4", "libcholmod.so.3"]
-    found = ctypes.util.find_library("cholmod")
-    if found and found not in names:
-        names.append(found)
-    if sys.platform == "darwin":
-        names += [f"{d}/libcholmod.dylib" for d in ("/opt/homebrew/lib", "/usr/local/lib")]
-    out = [(n, "system") for n in names]
-    spec = importlib.util.find_spec("cvxopt")
+    out = []
+    if given != "pip":
+        names = ["libcholmod.so.5", "libcholmod.so.4", "libcholmod.so.3"]
+        found = ctypes.util.find_library("cholmod")
+        if found and found not in names:
+            names.append(found)
+        if sys.platform == "darwin":
+            names += [f"{d}/libcholmod.dylib" for d in ("/opt/homebrew/lib", "/usr/local/lib")]
+        out += [(n, "system") for n in names]
+    spec = importlib.util.find_spec("cvxopt") if given != "system" else None
     if spec is not None and spec.origin:
         libs = Path(spec.origin).parent.parent / "cvxopt.libs"
         out += [(p, "pip (cvxopt)") for p in sorted(glob.glob(str(libs / "libcholmod*.so*")))]

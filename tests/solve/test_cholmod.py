@@ -34,7 +34,10 @@ def test_a_library_named_by_segapp_cholmod_is_the_one_used():
         pytest.skip("SEGAPP_CHOLMOD is not set")
     lib = cholmod.library()
     assert lib is not None, cholmod.unavailable_reason()
-    assert lib.source == "SEGAPP_CHOLMOD" and str(Path(given)) in lib.path
+    if given in ("system", "pip"):
+        assert lib.source.startswith(given)
+    else:
+        assert lib.source == "SEGAPP_CHOLMOD" and str(Path(given)) in lib.path
     want = os.environ.get("SEGAPP_EXPECT_CHOLMOD_MAJOR")
     if want:
         assert lib.version[0] == int(want), lib.describe()
