@@ -14,6 +14,7 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from ..io import render
+from ..solve.diagnostics import status_note
 from ..strokes.annotation import AnnotationModel
 from .canvas import Canvas
 from .edits import region_at
@@ -113,10 +114,8 @@ class Display(QObject):
             emit(self.message, f"{seg.method} could not place label"
                  f"{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))}: it ignores the "
                  "strokes when clustering (choose a constrained method to keep every label)")
-        iters = getattr(seg.diagnostics, "iterations", None)
         emit(self.status, f"{seg.method}: {result.seconds:.2f} s"
-             + (f", {iters} iterations" if iters is not None else "")
-             + (" (cached)" if cached else ""))
+             + status_note(seg.diagnostics) + (" (cached)" if cached else ""))
 
     def _on_preview(self, tag: Any, result: Result) -> None:
         if tag == self.tag and (self.state.shown is None or self.state.shown.tag != tag):
@@ -184,3 +183,4 @@ class Display(QObject):
         # 0.3 s at 12 MP (the region, then the new stroke map): off the GUI thread
         self.edit_later("Filling a region", lambda m, mask: m.fill(mask, label, only),
                         lambda: region_at(labels, y, x))
+

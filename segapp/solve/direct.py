@@ -47,7 +47,10 @@ the refactor is cheaper and is done instead.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+import warnings
 
 import numpy as np
 import scipy.linalg as la
@@ -55,7 +58,7 @@ import scipy.sparse as sp
 
 from . import cholmod
 from ..cancel import NEVER, CancelToken
-from ..errors import SolverError
+from ..errors import SlowSolverWarning, SolverError
 from .ordering import grid_nested_dissection
 
 _trsm = la.get_blas_funcs("trsm", dtype=np.float64)
@@ -88,6 +91,25 @@ COLD_PIXELS = 600_000
 def available() -> bool:
     """Whether the direct solver can be used on this machine (a checked CHOLMOD loads)."""
     return cholmod.available()
+
+
+def unavailable_reason() -> str:
+    """Why :func:`available` is False, in words a person can act on."""
+    return f"no usable CHOLMOD: {cholmod.unavailable_reason() or 'it cannot be loaded'}"
+
+
+_warned = threading.Event()
+
+
+def warn_unavailable(reason: str) -> None:
+    """Say once per process that edits are solved the slow way, and how to fix it (not when
+    ``SEGAPP_NO_CHOLMOD`` asked for it)."""
+    if _warned.is_set() or os.environ.get("SEGAPP_NO_CHOLMOD"):
+        return
+    _warned.set()
+    warnings.warn(f"segapp's direct solver is not available ({reason}); every edit is solved "
+                  f"iteratively, 3–7× slower. To install it: {cholmod.INSTALL_HINT}",
+                  SlowSolverWarning, stacklevel=3)
 
 
 class DirichletFactor:

@@ -254,11 +254,26 @@ class HarmonicSolver:
         self._next: np.ndarray | None = None     # the painted mask prepare() factors for
         self._mode = "auto"                      # the last solve's linear_solver
         self._building = threading.Lock()        # prepare() and a solve may both build it
+        self._factoring = False                  # prepare() is making a factor right now
+        #: The last solve's linear solver and why not the direct one (its diagnostics).
+        self.last_linear_solver, self.last_fallback = "", ""
 
     def _direct_usable(self) -> bool:
         if self.direct_unavailable is None and not direct.available():
-            self.direct_unavailable = "CHOLMOD is not installed"
+            self.direct_unavailable = direct.unavailable_reason()  # the binding's own words
+            direct.warn_unavailable(self.direct_unavailable)
         return self.direct_unavailable is None
+
+    def _why_not_direct(self, linear_solver: str) -> str:
+        """Why the last potentials were solved iteratively (issue 28: never silently slow)."""
+        if linear_solver == "iterative":
+            return "linear_solver='iterative' was asked"
+        if self.direct_unavailable is not None:
+            return self.direct_unavailable
+        if self._factoring:
+            return "the image's factor is still being made in the background"
+        return (f"an image above {direct.COLD_PIXELS:,} px gets its first answer iteratively; "
+                "its factor is made in the background")
 
     def _build_direct(self) -> direct.DirichletFactor | None:
         """The per-image analysis (ordering + symbolic factor), once; None if it cannot be."""
@@ -295,11 +310,15 @@ class HarmonicSolver:
             cancel.check()
             if d is None or (d.base is not None and np.array_equal(d.base, fixed)):
                 return
+            self._factoring = True
             try:
                 d.factor(fixed, cancel)
             except (SolverError, MemoryError) as exc:
-                self.direct, self.direct_unavailable = None, str(exc)
+                self.direct = None
+                self.direct_unavailable = f"the background factorization failed: {exc}"
                 return
+            finally:
+                self._factoring = False
         self.state = None   # the direct solver serves from now on: free the hierarchy
 
     def potential_ritz_pairs(self, pencil: Pencil, sets: list[np.ndarray],
@@ -349,7 +368,8 @@ class HarmonicSolver:
         diag = SolverDiagnostics(
             iterations=steps, converged=converged, eigenvalues=lam.copy(), residuals=rel,
             reason=reason, preconditioner_applications=steps + (how is None),
-            warm_start=warm, eigenvalue_change=np.nan)
+            warm_start=warm, eigenvalue_change=np.nan,
+            linear_solver=self.last_linear_solver, direct_unavailable=self.last_fallback)
         return lam, X, diag
 
     def _potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int], tol: float,
@@ -373,10 +393,13 @@ class HarmonicSolver:
                     d.reset()
                 Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
             except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
-                self.direct, self.direct_unavailable = None, str(exc)
+                self.direct = None
+                self.direct_unavailable = f"the direct solve failed: {exc}"
         if how is None:
             Phi, steps, rel, warm = self._iterative_potentials(fixed, b, ids, tol,
                                                                maxiter, reuse, token, timings)
+            self.last_linear_solver = "iterative, AMG-preconditioned CG"
+            self.last_fallback = self._why_not_direct(linear_solver)
         return Phi, steps, rel, warm, how
 
     def potentials(self, sets: list[np.ndarray], label_ids: list[int] | None = None, *,
@@ -404,6 +427,8 @@ class HarmonicSolver:
         t = time.perf_counter()
         snap = d.for_strokes(fixed, token)
         Phi = snap.solve(b, token)
+        self.last_linear_solver = f"direct, {snap.library.describe()}"
+        self.last_fallback = ""
         timings["potentials"] = time.perf_counter() - t
         if snap.how == "refactor":
             timings["amg_setup"] = snap.timings.get("factor", 0.0)  # the set-up this edit paid
