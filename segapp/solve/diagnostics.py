@@ -42,6 +42,9 @@ class SolverDiagnostics:
     direct_unavailable: str = ""
     """Why the potentials were not solved directly, when they were not (the real reason: no
     usable library and why, the option, the image's size, a factor still being made)."""
+    notes: list[str] = field(default_factory=list)
+    """Anything else the person should know about this answer (e.g. the background work
+    after the previous edit failed, and how)."""
 
     def solver_summary(self) -> str:
         """One line for a status bar: the linear solver, and why not the direct one."""
@@ -63,7 +66,7 @@ class SolverDiagnostics:
                and self.direct_unavailable else "")
         return (f"SolverDiagnostics({state} after {self.iterations} iterations ({self.reason}); "
                 f"relative residuals {res}{change}{'; warm start' if self.warm_start else ''}"
-                f"{linear}{why})")
+                f"{linear}{why}{''.join('; ' + n for n in self.notes)})")
 
 
 def handle_nonconvergence(diag: SolverDiagnostics, policy: Literal["raise", "warn"],

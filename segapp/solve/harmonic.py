@@ -287,11 +287,12 @@ class HarmonicSolver:
             return self.direct
 
     def prepares_alongside(self) -> bool:
-        """Whether :meth:`prepare` can run while the next solve does: once a factor exists,
-        it computes the next one on a copy and swaps it in (:meth:`DirichletFactor.factor`),
-        and a solve uses whichever factor it started with — as exactly."""
-        d = self.direct
-        return d is not None and d.base is not None and self._mode != "iterative"
+        """Whether :meth:`prepare` can run while the next solve does: always. A solve takes
+        one snapshot of the factor (:meth:`DirichletFactor.for_strokes`), which a new factor
+        swapped in by :meth:`prepare` never changes; before the first factor exists it
+        answers iteratively (or, up to :data:`~segapp.solve.direct.COLD_PIXELS`, factors its
+        own) instead of waiting."""
+        return True
 
     def prepare(self, cancel: CancelToken = NEVER) -> None:
         """Work for the *next* edit, done after this one's answer is shown (issue 21).
