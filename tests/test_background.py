@@ -52,14 +52,14 @@ def slow_factor(monkeypatch, seconds: float, cancellable: bool = True) -> list:
     original = direct.DirichletFactor.factor
     calls: list = []
 
-    def factor(self, fixed, cancel=direct.NEVER):
+    def factor(self, fixed, cancel=direct.NEVER, threads=None):
         calls.append(threading.current_thread().name)
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             if cancellable:
                 cancel.check()
             time.sleep(0.01)
-        return original(self, fixed, cancel)
+        return original(self, fixed, cancel, threads)
 
     monkeypatch.setattr(direct.DirichletFactor, "factor", factor)
     return calls
@@ -170,9 +170,9 @@ from segapp import session
 from segapp.solve import direct
 session.EXIT_WAIT_S = 1.0
 original = direct.DirichletFactor.factor
-def factor(self, fixed, cancel=direct.NEVER):
+def factor(self, fixed, cancel=direct.NEVER, threads=None):
     time.sleep(60)                        # a factorization that ignores every cancel
-    return original(self, fixed, cancel)
+    return original(self, fixed, cancel, threads)
 direct.DirichletFactor.factor = factor
 direct.COLD_PIXELS = 0
 rng = np.random.default_rng(0)

@@ -55,6 +55,7 @@ import warnings
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 from . import cholmod
 from ..cancel import NEVER, CancelToken
@@ -86,6 +87,26 @@ MAX_FACTOR_BYTES = 3 * 2**30
 #: session is then exact: a fresh session and an edited one agree to the last pixel);
 #: larger ones get their first answer iteratively and are factored in the background.
 COLD_PIXELS = 600_000
+#: After an edit that the base factor still answers by a small update (bordered rank at most
+#: ``max(64, max_rank // KEEP_BASE_FRACTION)``), the background refactor waits for the person
+#: to pause this long first (cancelled by the next edit): a factorization beside the next
+#: edit's solve took CPU from it (benchmarks/gui.py --parts strokes).
+KEEP_BASE_FRACTION = 8
+PAUSE_S = 0.5
+
+
+def foreground_threads() -> int:
+    """BLAS threads for a factorization a person waits for: this core and those the last
+    minute left idle (``os.getloadavg``), at least 1. The supernodal factor's large dense
+    fronts gain from a second core; on a loaded machine a second thread only competes
+    (measured at 250K / 1.1M px, load 2.9 / 3.7 on 2 cores: 0.52–0.68 vs 0.67–0.75 s and
+    3.3–7.0 vs 3.2–4.8 s)."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):   # Windows
+        return 1
+    return max(1, min(cores, int(cores - load + 1.0)))
 
 
 def available() -> bool:
@@ -137,14 +158,10 @@ class DirichletFactor:
         M = sp.csr_matrix(matrix)
         self.n = n = M.shape[0]
         self.matrix = M
-        lower = sp.tril(M, format="csc")
-        lower.sort_indices()
-        self._rows = lower.indices
-        self._cols = np.repeat(np.arange(n, dtype=np.int32), np.diff(lower.indptr))
-        self._data = lower.data
+        indptr, self._rows, self._cols, self._data = _lower_csc(M)
         #: The analysis alone (never factored): every factor is a copy of it, so a new one
         #: can be computed (in the background) while the last one still serves solves.
-        self._symbolic = cholmod.Factor(lower.indptr, lower.indices,
+        self._symbolic = cholmod.Factor(indptr, self._rows,
                                         grid_nested_dissection(shape, reach))
         if self._symbolic.nbytes > MAX_FACTOR_BYTES:
             raise SolverError(f"the factor would need {self._symbolic.nbytes / 2**30:.1f} GB "
@@ -167,11 +184,13 @@ class DirichletFactor:
         cur = self._current
         return None if cur is None else cur.base
 
-    def factor(self, fixed: np.ndarray, cancel: CancelToken = NEVER) -> "_Base":
+    def factor(self, fixed: np.ndarray, cancel: CancelToken = NEVER,
+               threads: int | None = None) -> "_Base":
         """Numerically factor ``Ã(fixed)`` and make ``fixed`` the base (GIL released).
 
         The new factor is computed on a copy of the analysis and swapped in when complete
         (one attribute assignment): snapshots taken before keep the factor they hold.
+        ``threads``: BLAS threads for the factorization (None: as the caller set them).
         Returns the new base.
         """
         t = time.perf_counter()
@@ -181,7 +200,11 @@ class DirichletFactor:
         cancel.check()
         f = self._symbolic.copy()
         cancel.check()
-        f.factorize(data)
+        if threads is None:
+            f.factorize(data)
+        else:
+            with threadpool_limits(limits=threads, user_api="blas"):
+                f.factorize(data)
         fixed.flags.writeable = False
         cur = _Base(f, fixed)
         self._current = cur
@@ -218,7 +241,7 @@ class DirichletFactor:
                 except MemoryError:
                     up = None
         if cur is None or (T.size and up is None):
-            cur = self.factor(fixed, cancel)
+            cur = self.factor(fixed, cancel, threads=foreground_threads())  # a solve waits
             snap = StrokeSolve(self, cur, fixed, None, "refactor", T.size)
             snap.timings["factor"] = self.timings["factor"]
         else:
@@ -233,6 +256,18 @@ class DirichletFactor:
         x = snap.solve(b, cancel)
         self.timings["solve"] = snap.timings["solve"]
         return x
+
+    def keeps_base(self, fixed: np.ndarray) -> bool:
+        """Whether the current base still answers ``fixed`` by a small update (bordered rank
+        at most ``max(64, max_rank // KEEP_BASE_FRACTION)``): then a new base can wait."""
+        cur = self._current
+        if cur is None:
+            return False
+        T = np.flatnonzero(fixed != cur.base)
+        if T.size == 0:
+            return True
+        up = _Update.of(self, fixed, T)
+        return up is not None and up.m <= max(64, self.max_rank // KEEP_BASE_FRACTION)
 
     def changed(self, fixed: np.ndarray) -> np.ndarray:
         """The pixels painted or unpainted since the current base (all without one)."""
@@ -313,6 +348,20 @@ class _Base:
         if self._supernodes is None:
             self._supernodes = _Supernodes(*self.factor.supernodes())
         return self._supernodes
+
+
+def _lower_csc(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``tril(M)`` of a symmetric CSR matrix in CSC form as ``(indptr, rows, cols, data)``,
+    int32 indices: the upper triangle's CSR arrays read as CSC (scipy's ``tril`` goes through
+    COO and a sort: 0.16 s at 0.5 MP against 0.02 s)."""
+    M = M if M.has_sorted_indices else M.sorted_indices()
+    n = M.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(M.indptr))
+    keep = M.indices >= rows               # upper triangle of row i = lower of column i
+    indptr = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows[keep], minlength=n), out=indptr[1:])
+    return (indptr, M.indices[keep].astype(np.int32), rows[keep],
+            np.ascontiguousarray(M.data[keep], dtype=np.float64))
 
 
 def _neighbour_entries(L: sp.csr_matrix, T: np.ndarray) -> np.ndarray:
