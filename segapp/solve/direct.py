@@ -82,10 +82,12 @@ REACH_BYTES_PER_PIXEL = 64
 #: :data:`MAX_FACTOR_BYTES`; beyond either, the iterative solver (0.9 KB/px) serves.
 MAX_PIXELS = 4_000_000
 MAX_FACTOR_BYTES = 3 * 2**30
-#: With ``linear_solver="auto"``, images up to this size are factored for their first solve
-#: too (a factor costs about what a cold AMG set-up + CG does there, and every answer of a
-#: session is then exact: a fresh session and an edited one agree to the last pixel);
-#: larger ones get their first answer iteratively and are factored in the background.
+#: With ``linear_solver="auto"``, images up to this size *per free core*
+#: (:func:`cold_pixels`) are factored for their first solve too (on one core a factor costs
+#: about what a cold AMG set-up + CG does at 600K px; the factorization's dense fronts use a
+#: second core, the AMG set-up and CG do not; and every answer of a session is then exact: a
+#: fresh session and an edited one agree to the last pixel); larger ones get their first
+#: answer iteratively and are factored in the background.
 COLD_PIXELS = 600_000
 #: After an edit that the base factor still answers by a small update (bordered rank at most
 #: ``max(64, max_rank // KEEP_BASE_FRACTION)``), the background refactor waits for the person
@@ -93,6 +95,16 @@ COLD_PIXELS = 600_000
 #: edit's solve took CPU from it (benchmarks/gui.py --parts strokes).
 KEEP_BASE_FRACTION = 8
 PAUSE_S = 0.5
+
+
+def cold_pixels() -> int:
+    """The largest image factored for its first answer (:data:`COLD_PIXELS` per free core)."""
+    return COLD_PIXELS * foreground_threads()
+
+
+def factors_cold(n: int) -> bool:
+    """Whether an image of ``n`` px is factored for its first answer (else CG answers it)."""
+    return n <= cold_pixels()
 
 
 def foreground_threads() -> int:

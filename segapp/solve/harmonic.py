@@ -272,8 +272,8 @@ class HarmonicSolver:
             return self.direct_unavailable
         if self._factoring:
             return "the image's factor is still being made in the background"
-        return (f"an image above {direct.COLD_PIXELS:,} px gets its first answer iteratively; "
-                "its factor is made in the background")
+        return (f"an image above {direct.cold_pixels():,} px gets its first answer "
+                "iteratively; its factor is made in the background")
 
     def _build_direct(self) -> direct.DirichletFactor | None:
         """The per-image analysis (ordering + symbolic factor), once; None if it cannot be."""
@@ -391,7 +391,7 @@ class HarmonicSolver:
         self._next, self._mode = fixed, linear_solver
         d = self.direct if linear_solver != "iterative" and self._direct_usable() else None
         cold_direct = linear_solver == "direct" or (linear_solver == "auto"
-                                                    and n <= direct.COLD_PIXELS)
+                                                    and direct.factors_cold(n))
         if cold_direct and d is None and self._direct_usable():
             d = self._build_direct()
         how = None
