@@ -91,6 +91,44 @@ def test_the_second_edit_does_not_wait_for_the_first_factor(monkeypatch):
 
 
 @needs_cholmod
+def test_cg_gives_way_to_the_first_factor_when_it_is_ready_first(monkeypatch):
+    """The second edit's CG runs while the first factor is made; if the factor is ready
+    before CG converges, CG stops and the factor answers (the shorter of the two)."""
+    monkeypatch.setattr(direct, "COLD_PIXELS", 0)
+    img, s = blocks(), strokes()
+    sess = segapp.Session(img, stable_refinement=False)
+    sess.update(s)                                  # iterative; the factor follows
+    sess.wait_prepared()
+    sess._method.harmonic.direct.reset()            # as if the first factor were not made
+    slow_factor(monkeypatch, 1.0, cancellable=False)
+    original = HarmonicSolver._iterative_potentials
+
+    def slow_cg(self, fixed, b, ids, tol, maxiter, reuse, token, timings):
+        end = time.perf_counter() + 20.0            # a CG far slower than the factor
+        while time.perf_counter() < end:
+            token.check()
+            time.sleep(0.01)
+        return original(self, fixed, b, ids, tol, maxiter, reuse, token, timings)
+
+    monkeypatch.setattr(HarmonicSolver, "_iterative_potentials", slow_cg)
+    harmonic = sess._method.harmonic
+    th = threading.Thread(target=harmonic.prepare)  # the background factor, 1 s
+    th.start()
+    time.sleep(0.1)
+    s2 = s.copy()
+    s2[30, 30:45] = 2
+    t = time.perf_counter()
+    r = sess.update(s2)
+    took = time.perf_counter() - t
+    th.join()
+    assert took < 5.0, took
+    assert r.diagnostics.linear_solver.startswith("direct"), r.diagnostics
+    fresh = segapp.segment(img, s2, stable_refinement=False, linear_solver="direct")
+    np.testing.assert_array_equal(r.labels, fresh.labels)
+    sess.close()
+
+
+@needs_cholmod
 def test_an_edit_while_a_new_base_is_made_is_answered_from_the_old_factor(monkeypatch):
     img, s = blocks(), strokes()
     sess = segapp.Session(img, stable_refinement=False)
