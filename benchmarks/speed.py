@@ -393,8 +393,7 @@ def coordinate(a: argparse.Namespace, argv: list[str]) -> int:
           "Session.update of that edit; /rw = that time / random_walker(mode='cg_mg') on the "
           "same strokes;\nbg = the session's background work after that answer (waited for "
           "here, so that each edit is timed from the factor it prepares; no edit of the app "
-          "waits for it; it includes the 0.5 s pause a new base waits for while the old one "
-          "still answers by a small update); /add = time / the added stroke's; agree = the worst label agreement "
+          "waits for it); /add = time / the added stroke's; agree = the worst label agreement "
           "of the session's answers with a fresh segment of the same strokes (stable_refinement "
           "off);\nB/px = peak bytes per pixel (tracemalloc + the factor), fct = the factor's.")
     return 0

@@ -89,14 +89,6 @@ MAX_FACTOR_BYTES = 3 * 2**30
 #: fresh session and an edited one agree to the last pixel); larger ones get their first
 #: answer iteratively and are factored in the background.
 COLD_PIXELS = 600_000
-#: After an edit that the base factor still answers by a small update (bordered rank at most
-#: ``max(64, max_rank // KEEP_BASE_FRACTION)``), the background refactor waits for the person
-#: to pause this long first (cancelled by the next edit): a factorization beside the next
-#: edit's solve took CPU from it (benchmarks/gui.py --parts strokes).
-KEEP_BASE_FRACTION = 8
-PAUSE_S = 0.5
-
-
 def cold_pixels() -> int:
     """The largest image factored for its first answer (:data:`COLD_PIXELS` per free core)."""
     return COLD_PIXELS * foreground_threads()
@@ -268,18 +260,6 @@ class DirichletFactor:
         x = snap.solve(b, cancel)
         self.timings["solve"] = snap.timings["solve"]
         return x
-
-    def keeps_base(self, fixed: np.ndarray) -> bool:
-        """Whether the current base still answers ``fixed`` by a small update (bordered rank
-        at most ``max(64, max_rank // KEEP_BASE_FRACTION)``): then a new base can wait."""
-        cur = self._current
-        if cur is None:
-            return False
-        T = np.flatnonzero(fixed != cur.base)
-        if T.size == 0:
-            return True
-        up = _Update.of(self, fixed, T)
-        return up is not None and up.m <= max(64, self.max_rank // KEEP_BASE_FRACTION)
 
     def changed(self, fixed: np.ndarray) -> np.ndarray:
         """The pixels painted or unpainted since the current base (all without one)."""

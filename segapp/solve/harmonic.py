@@ -301,10 +301,7 @@ class HarmonicSolver:
         last solve's strokes, so the next edit is a small update of it. Nothing to do when the
         direct solver is off or unusable. The factorization (0.5 s at 250K px, 3–4 s at 1.1M)
         releases the GIL; cancellation is checked between its steps. Once a factor exists
-        the next solve need not wait for this (:meth:`prepares_alongside`). While the base
-        still answers these strokes by a small update (:meth:`DirichletFactor.keeps_base`)
-        the new factor waits for the person to pause (:data:`~segapp.solve.direct.PAUSE_S`;
-        the next edit cancels it), so it does not take CPU from that edit's solve.
+        the next solve need not wait for this (:meth:`prepares_alongside`).
         """
         fixed = self._next
         if fixed is None or self._mode == "iterative" or not self._direct_usable():
@@ -314,11 +311,6 @@ class HarmonicSolver:
             cancel.check()
             if d is None or (d.base is not None and np.array_equal(d.base, fixed)):
                 return
-            if d.keeps_base(fixed):
-                end = time.monotonic() + direct.PAUSE_S
-                while time.monotonic() < end:
-                    cancel.check()
-                    time.sleep(0.02)
             self._factoring = True
             try:
                 d.factor(fixed, cancel)
