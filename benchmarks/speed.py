@@ -21,18 +21,30 @@ the hierarchy kept from edit to edit) — it times, in the order a person makes 
   for each of the four stroke sets (it has no warm path: every edit is a new solve); the
   ratios are segapp / random_walker on the same strokes.
 
-Paths and random_walker are interleaved within each repeat. Then the time to the answer on a
-12 MP photo as the app gets it (``Session`` with its default 0.5 MP working copy): the first
-answer, and the full answer after one added stroke.
+* **2nd**: a new Session's second edit (one added stroke) made right after its first answer,
+  without waiting for the background work (no edit waits for it: above the cold limit the
+  first factor is still being made and CG answers; below, the first answer's factor does);
 
-Run ``python benchmarks/speed.py --repeat 2`` (about 6 minutes on 2 cores); ``--quick`` for
-44K only. Absolute times on a shared machine are noisy: compare the ratios of one run.
+Paths and random_walker are interleaved within each repeat. The direct path runs once per
+CHOLMOD library (``--cholmod``: ``system``, ``pip`` — the one CVXOPT's wheel bundles,
+``pip install 'segapp[fast]'`` — or a path, e.g. Debian 13's ``libcholmod.so.5`` unpacked by
+``bash .ci/fetch-cholmod5 /tmp/c5``), each in its own process (``SEGAPP_CHOLMOD``: a process
+loads one library) with random_walker interleaved again there; the iterative rows come from
+the first. Then the time to the answer on a 12 MP photo as the app gets it (``Session`` with
+its default 0.5 MP working copy): the first answer, and the full answer after one added
+stroke.
+
+Run ``python benchmarks/speed.py --repeat 2`` (about 8 minutes on 2 cores per library);
+``--quick`` for 44K only. Absolute times on a shared machine are noisy: compare the ratios of
+one run, and read the load average printed with the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -139,8 +151,23 @@ def session_run(img: np.ndarray, stroke_sets: dict, path: str) -> dict:
     return out
 
 
+def second_edit(img: np.ndarray, stroke_sets: dict, path: str) -> tuple[float, str]:
+    """A new Session's second edit made at once after its first answer (no waiting for the
+    background work): its time and how it was solved."""
+    solver = "auto" if path == "direct" else "iterative"
+    sess = segapp.Session(img, max_pixels=None, stable_refinement=False, linear_solver=solver)
+    sess.update(stroke_sets["first"])
+    t = time.perf_counter()
+    r = sess.update(stroke_sets["add"])
+    took = time.perf_counter() - t
+    sess.close(timeout=None)
+    d = r.diagnostics
+    return took, (d.reason if not d.direct_unavailable else
+                  f"{d.reason} — not direct: {d.direct_unavailable}")
+
+
 def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int,
-        memory: bool, peer: bool) -> list[dict]:
+        memory: bool, peer: bool, paths: tuple[str, ...] = PATHS) -> list[dict]:
     s = scribbles.copy()
     s[s > k] = 0
     img, s = resized(image, s, SIZES[size])
@@ -150,10 +177,10 @@ def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int
     sets["clear"] = clear_label(sets["erase"])
     fresh = {name: segapp.segment(img, v, max_pixels=None, stable_refinement=False).labels
              for name, v in sets.items()}
-    rows = {p: dict(size=size, n=n, k=k, path=p) for p in PATHS}
+    rows = {p: dict(size=size, n=n, k=k, path=p) for p in paths}
     rw: dict[str, list[float]] = {name: [] for name in sets}
     for _ in range(repeat):
-        for p in PATHS:
+        for p in paths:
             row = rows[p]
             solver = "auto" if p == "direct" else "iterative"
             t = time.perf_counter()
@@ -166,12 +193,14 @@ def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int
             row["agree"] = min(float(np.mean(out[name].labels == fresh[name]))
                                for name in ("first",) + EDITS)
             row["how"] = {name: out[name].diagnostics.reason for name in EDITS}
+            t2, row["how"]["2nd"] = second_edit(img, sets, p)
+            row.setdefault("t_2nd", []).append(t2)
         if peer:
             for name, v in sets.items():
                 t = time.perf_counter()
                 random_walker(img, v)
                 rw[name].append(time.perf_counter() - t)
-    for p in PATHS:
+    for p in paths:
         row = rows[p]
         for key in list(row):
             if isinstance(row[key], list):
@@ -186,7 +215,7 @@ def run(size: str, k: int, image: np.ndarray, scribbles: np.ndarray, repeat: int
                 row["factor"] = out["factor_bytes"]
             finally:
                 tracemalloc.stop()
-    return [rows[p] for p in PATHS]
+    return [rows[p] for p in paths]
 
 
 def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bool) -> dict:
@@ -225,8 +254,8 @@ def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bo
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'size':>5} {'pixels':>8} {'k':>1} {'path':>9} | {'cold':>6} {'/rw':>5} | "
-            f"{'first':>6} {'bg':>5} | {'add':>6} {'/rw':>5} {'bg':>5} | {'erase':>6} "
+    head = (f"{'size':>5} {'pixels':>8} {'k':>1} {'path':>16} | {'cold':>6} {'/rw':>5} | "
+            f"{'first':>6} {'bg':>5} {'2nd':>6} | {'add':>6} {'/rw':>5} {'bg':>5} | {'erase':>6} "
             f"{'/add':>5} {'/rw':>5} | {'clear':>6} {'/add':>5} {'/rw':>5} | {'agree':>7} | "
             f"{'B/px':>5} {'fct':>4}")
     lines = [head, "-" * len(head)]
@@ -236,8 +265,8 @@ def table(rows: list[dict]) -> str:
         cold_rw = f"{r['cold'] / r['rw_first']:4.2f}x" if rw else f"{'-':>5}"
         peak = r.get("peak")
         lines.append(
-            f"{r['size']:>5} {r['n']:>8} {r['k']:>1} {r['path']:>9} | {r['cold']:6.3f} {cold_rw} | "
-            f"{r['t_first']:6.3f} {r['bg_first']:5.2f} | {r['t_add']:6.3f} {ratio('add')} "
+            f"{r['size']:>5} {r['n']:>8} {r['k']:>1} {r['label']:>16} | {r['cold']:6.3f} {cold_rw} | "
+            f"{r['t_first']:6.3f} {r['bg_first']:5.2f} {r['t_2nd']:6.3f} | {r['t_add']:6.3f} {ratio('add')} "
             f"{r['bg_add']:5.2f} | {r['t_erase']:6.3f} {r['t_erase'] / r['t_add']:4.2f}x "
             f"{ratio('erase')} | {r['t_clear']:6.3f} {r['t_clear'] / r['t_add']:4.2f}x "
             f"{ratio('clear')} | {r['agree']:7.3%} | "
@@ -246,8 +275,33 @@ def table(rows: list[dict]) -> str:
 
 
 def how_table(rows: list[dict]) -> str:
-    return "\n".join(f"  {r['size']} k={r['k']} {r['path']}: " + "; ".join(
-        f"{name}: {r['how'][name]}" for name in EDITS) for r in rows)
+    return "\n".join(f"  {r['size']} k={r['k']} {r['label']}: " + "; ".join(
+        f"{name}: {r['how'][name]}" for name in EDITS + ("2nd",)) for r in rows)
+
+
+def library_label() -> str:
+    """The direct path's name in the table: the CHOLMOD this process loaded."""
+    from segapp.solve import cholmod
+    lib = cholmod.library()
+    if lib is None:
+        return "direct (none)"
+    v = ".".join(map(str, lib.version))
+    return f"CHOLMOD {v}" + (" pip" if lib.source.startswith("pip") else "")
+
+
+def child_rows(spec: str, argv: list[str], first: bool) -> list[dict]:
+    """The rows of one CHOLMOD library, measured in a process of its own (SEGAPP_CHOLMOD)."""
+    env = {**os.environ, "SEGAPP_CHOLMOD": spec}
+    cmd = [sys.executable, __file__, *argv, "--child", "--no-first-result"]
+    if not first:
+        cmd += ["--paths", "direct"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    sys.stderr.write(proc.stderr)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROWS ")]
+    if proc.returncode != 0 or not lines:
+        print(f"  {spec}: no rows (exit {proc.returncode})", file=sys.stderr)
+        return []
+    return json.loads(lines[-1][5:])
 
 
 def first_result_table(r: dict) -> str:
@@ -270,27 +324,75 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-first-result", action="store_true",
                    help="skip the time-to-first-result row on a 12 MP photo")
     p.add_argument("--quick", action="store_true", help="44K px, 4 labels, one run")
+    p.add_argument("--cholmod", nargs="+", default=["system", "pip"], metavar="LIB",
+                   help="the CHOLMOD libraries of the direct rows: system, pip or a path to a "
+                   "libcholmod (each that loads gets its rows; default: system pip)")
+    p.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS,
+                   help=argparse.SUPPRESS)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.quick:
         a.sizes, a.labels, a.repeat, a.no_first_result = ["44K"], [4], 1, True
+    if not a.child:
+        return coordinate(a, argv if argv is not None else sys.argv[1:])
     image = io.read_image(samples.sample_path("coffee"))
     scribbles = io.read_scribbles(samples.sample_scribbles_path("coffee"), image.shape[:2])
     print(f"segapp {segapp.__version__}, {os.cpu_count()} CPUs; photo 'coffee' resized; "
           f"times in seconds, best of {a.repeat}")
     segapp.segment(*resized(image, scribbles, 10_000))  # warm up imports and caches
     rows = []
+    label = library_label()
     for size in a.sizes:
         for k in a.labels:
-            rows += run(size, k, image, scribbles, a.repeat, not a.no_memory, not a.no_peer)
-            print(f"  done {size} k={k}", file=sys.stderr, flush=True)
+            rows += run(size, k, image, scribbles, a.repeat, not a.no_memory, not a.no_peer,
+                        tuple(a.paths))
+            print(f"  done {size} k={k} ({label})", file=sys.stderr, flush=True)
+    for r in rows:
+        r["label"] = label if r["path"] == "direct" else r["path"]
+    print("ROWS " + json.dumps(rows))
+    return 0
+
+
+def coordinate(a: argparse.Namespace, argv: list[str]) -> int:
+    """The table: one child process per CHOLMOD library (module doc), then the 12 MP row."""
+    from segapp.solve import cholmod
+    strip = {"--cholmod"}
+    child_argv, skip = [], False
+    for x in argv:
+        if x in strip:
+            skip = True
+            continue
+        if skip and x.startswith("--"):
+            skip = False
+        if not skip:
+            child_argv.append(x)
+    print(f"segapp {segapp.__version__}, {os.cpu_count()} CPUs; photo 'coffee' resized; "
+          f"times in seconds, best of {a.repeat}; load average at start "
+          f"{os.getloadavg()[0]:.1f}")
+    rows: list[dict] = []
+    seen: set[str] = set()
+    for i, spec in enumerate(a.cholmod):
+        got = child_rows(spec, child_argv, first=not rows)
+        labels = {r["label"] for r in got if r["path"] == "direct"}
+        if labels & seen or labels == {"direct (none)"}:   # the same library again, or none
+            got = [r for r in got if r["path"] != "direct"]
+        seen |= labels
+        rows += got
+    rows.sort(key=lambda r: (SIZES[r["size"]], r["k"], r["path"] != "direct"))
     print(table(rows))
     print("how each edit was solved:")
     print(how_table(rows))
     if not a.no_first_result:
-        print(first_result_table(first_result(image, scribbles, 12_000_000, not a.no_peer)))
-    print("cold = segapp.segment; first = a Session's first answer; add / erase / clear = the "
+        image = io.read_image(samples.sample_path("coffee"))
+        scribbles = io.read_scribbles(samples.sample_scribbles_path("coffee"), image.shape[:2])
+        print(first_result_table(first_result(image, scribbles, 12_000_000, not a.no_peer))
+              + f" [{cholmod.describe()}]")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    print("cold = segapp.segment; first = a Session's first answer; 2nd = a new Session's "
+          "second edit made at once after it (no waiting);\nadd / erase / clear = the "
           "Session.update of that edit; /rw = that time / random_walker(mode='cg_mg') on the "
-          "same strokes;\nbg = the session's background work after that answer (the next edit "
+          "same strokes;\nbg = the session's background work after that answer (waited for "
+          "here, so that each edit is timed from the factor it prepares; no edit of the app "
           "waits for it); /add = time / the added stroke's; agree = the worst label agreement "
           "of the session's answers with a fresh segment of the same strokes (stable_refinement "
           "off);\nB/px = peak bytes per pixel (tracemalloc + the factor), fct = the factor's.")

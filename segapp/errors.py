@@ -24,3 +24,8 @@ class SolverError(SegappError, RuntimeError):
 
 class Cancelled(SegappError):
     """A solve was cancelled by its caller (a newer edit superseded it)."""
+
+
+class SlowSolverWarning(UserWarning):
+    """segapp runs a slower path than it could: the direct solver is missing here (said once
+    per process, with the command that installs it)."""

@@ -13,15 +13,17 @@ near-equal ones; strokes seen before (undo, redo) give back the answer given the
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 from typing import Any, Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from . import methods
 from .cancel import CancelLike, CancelToken
-from .errors import InvalidInputError, SolverError
+from .errors import Cancelled, InvalidInputError, SolverError
 from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
                      check_label_map)
 from .options import WORKING_PIXELS, Settings
@@ -32,6 +34,12 @@ from .result import Segmentation
 #: Size of the copy a preview is solved on (:meth:`Session.update`): at 60K px a FAST-GE solve
 #: takes a few tenths of a second on 2 cores.
 PREVIEW_PIXELS = 60_000
+#: At interpreter exit, how long (seconds, in all) the background preparations still running
+#: are waited for after they were cancelled: a factorization runs to its end once started
+#: (≤ 5 s at the direct solver's 4M px on 2 cores, 1.5 s at the app's 0.5 MP).
+EXIT_WAIT_S = 10.0
+
+log = logging.getLogger("segapp")
 
 
 class Session:
@@ -86,7 +94,11 @@ class Session:
         #: (:meth:`prepare`); :func:`segment` turns it off (there is no next edit).
         self.background = True
         self._preparing: threading.Thread | None = None
-        self._prepare_error: BaseException | None = None
+        self._prepare_stop: threading.Event | None = None   # cancels that preparation
+        #: What went wrong in the last background preparation (reported with the next
+        #: result's diagnostics and logged; None when nothing did).
+        self.background_error: str | None = None
+        self.closed = False
 
     @property
     def setup_options(self) -> dict[str, Any]:
@@ -116,40 +128,84 @@ class Session:
         on a copy of about :data:`PREVIEW_PIXELS` pixels (built on the first such call and
         kept), its labels brought to full resolution with every painted pixel keeping its
         label, ``preview=True`` and no eigenvectors (shape ``(H, W, 0)``). It runs in the
-        caller's thread before the full solve, so a viewer can show something within a
-        fraction of a second on a 12-megapixel photo and replace it when the full result
-        comes back.
+        caller's thread while the full solve runs in another (since issue 28; before, it ran
+        first), so a viewer can show something within a fraction of a second on a
+        12-megapixel photo and replace it when the full result comes back.
         """
         settings = self._method.updated(self.settings, solve_options)  # only this call's checked
         check_callback(preview, "preview")
         s = check_label_map(scribbles, self.shape)
         confidence = check_confidence(confidence, self.shape)
         cancel = CancelToken.of(cancel)  # callable, Event or token; every method polls it
+        if self.closed:
+            raise InvalidInputError("this Session is closed")
         if not self._method.prepares_alongside():
             self._wait_prepared(cancel)  # else the background work goes on beside this solve
+        failed, self.background_error = self.background_error, None
         t = time.perf_counter()
         # No preview when the method answers this edit from its factor: the answer itself
         # comes about as fast, and a preview that then moves misleads (issue 22 item 5).
         if (preview is not None and _area(self.working_shape) > 2 * PREVIEW_PIXELS
                 and not self._method.prepared()):
-            coarse = self._preview(s, cancel, settings)
-            if coarse is not None:
-                coarse.timings["total"] = time.perf_counter() - t
-                preview(coarse)
-        if self.working_shape != self.shape:
-            small, conf = reduce_strokes(s, self.working_shape, confidence)
-            result = enlarge_result(self._method.run(small, cancel, conf, settings), s)
+            result = self._with_preview(s, cancel, confidence, settings, preview, t)
         else:
-            result = self._method.run(s, cancel, confidence, settings)
+            result = self._full(s, cancel, confidence, settings)
         elapsed = time.perf_counter() - t
         if self.revision == 0:
             result.timings = {**self._setup_timings, **result.timings}
             elapsed += self._setup_total
         result.timings["total"] = elapsed
+        notes = getattr(result.diagnostics, "notes", None)
+        if failed and notes is not None:
+            notes.append(f"the background work after the previous edit failed: {failed}")
         self.revision += 1
         if self.background:
             self._start_preparing()
         return result
+
+    def _full(self, s: np.ndarray, cancel: CancelToken, confidence: np.ndarray | None,
+              settings: Settings) -> Segmentation:
+        """The full answer: on the working copy, brought back to full resolution."""
+        if self.working_shape != self.shape:
+            small, conf = reduce_strokes(s, self.working_shape, confidence)
+            return enlarge_result(self._method.run(small, cancel, conf, settings), s)
+        return self._method.run(s, cancel, confidence, settings)
+
+    def _with_preview(self, s: np.ndarray, cancel: CancelToken, confidence: np.ndarray | None,
+                      settings: Settings, preview: Callable[[Segmentation], None],
+                      t: float) -> Segmentation:
+        """The preview in the caller's thread while the full answer is solved in another
+        (the two solves are different method objects; their numeric kernels release the GIL):
+        the full answer then comes after max(preview, full) instead of their sum (12 MP:
+        the 60K-px preview took 0.3 s of a 2.8 s first answer on an idle 2-core machine).
+        Both stay on one BLAS thread each (this context; their own nest inside it)."""
+        stop = threading.Event()       # the caller's thread failed: the full solve stops too
+        token = CancelToken(lambda: stop.is_set() or cancel.requested())
+        box: dict[str, Any] = {}
+
+        def full() -> None:
+            try:
+                box["result"] = self._full(s, token, confidence, settings)
+            except BaseException as exc:   # noqa: BLE001 — raised in the caller's thread
+                box["error"] = exc
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            worker = threading.Thread(target=full, name="segapp-full-solve", daemon=True)
+            worker.start()
+            try:
+                coarse = self._preview(s, cancel, settings)
+                if coarse is not None:
+                    coarse.timings["total"] = time.perf_counter() - t
+                    preview(coarse)
+            except BaseException:
+                stop.set()
+                raise
+            finally:
+                while worker.is_alive():
+                    worker.join(0.05)
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
 
     # -- work for the next edit ------------------------------------------------------------
     def prepare(self, cancel: CancelLike = None) -> None:
@@ -157,42 +213,54 @@ class Session:
         strokes just solved, :meth:`segapp.solve.harmonic.HarmonicSolver.prepare`).
 
         :meth:`update` starts this in a background thread after each answer (unless
-        :attr:`background` is False). The next :meth:`update` waits for it to finish unless
-        the method can solve alongside (FAST-GE once it has a factor: the new factor is
-        computed on a copy and swapped in, and a solve uses the one it started with — both
-        exact, so the answer does not depend on timing). Methods with nothing to prepare do
-        nothing.
+        :attr:`background` is False), cancelling the one before. The next :meth:`update`
+        does not wait for it where the method can solve alongside (FAST-GE, CCSKL: every
+        solve takes its own snapshot of the factor, and before the first factor is ready it
+        answers iteratively — both exact or converged, so the answer does not depend on
+        timing). Methods with nothing to prepare do nothing.
         """
         self._method.prepare_next(CancelToken.of(cancel))
 
     def _start_preparing(self) -> None:
         if not self._method.prepares:
             return
-        self._prepare_error = None
-        previous = self._preparing
+        previous, stop_previous = self._preparing, self._prepare_stop
+        if stop_previous is not None:
+            stop_previous.set()      # only the newest strokes are worth preparing
+        stop = threading.Event()
+
+        def cancelled() -> bool:
+            return stop.is_set() or _EXITING.is_set()
 
         def run() -> None:
             try:
                 if previous is not None:   # one preparation at a time, in order
                     previous.join()
-                self.prepare(_EXITING.is_set)
-            except BaseException as exc:   # noqa: BLE001 — the next update solves without
-                self._prepare_error = exc
+                if not cancelled():
+                    self.prepare(cancelled)
+            except Cancelled:
+                pass
+            except BaseException as exc:   # noqa: BLE001 — said with the next result
+                self.background_error = f"{type(exc).__name__}: {exc}"
+                log.warning("segapp: the background preparation of the next edit failed",
+                            exc_info=True)
             finally:
                 with _PREPARING_LOCK:
-                    _PREPARING.discard(threading.current_thread())
+                    _PREPARING.pop(threading.current_thread(), None)
 
+        self._prepare_stop = stop
         self._preparing = threading.Thread(target=run, name="segapp-prepare", daemon=True)
         with _PREPARING_LOCK:
-            _PREPARING.add(self._preparing)
+            _PREPARING[self._preparing] = stop
         self._preparing.start()
 
     def wait_prepared(self, cancel: CancelLike = None) -> None:
         """Wait for the background work started by the last :meth:`update` (if any).
 
         Polls ``cancel`` every 20 ms (raising :class:`~segapp.errors.Cancelled`); the work
-        itself (one factorization) runs on. An error of that work is not raised: the direct
-        solver is then off and the next update solves iteratively.
+        itself (one factorization) runs on. An error of that work is not raised: it is
+        logged and named in the next result's diagnostics (``notes``); the direct solver is
+        then off and the next update solves iteratively, saying why.
         """
         self._wait_prepared(CancelToken.of(cancel))
 
@@ -205,6 +273,23 @@ class Session:
             th.join(0.02)
         self._preparing = None
 
+    def close(self, timeout: float | None = 0.0) -> None:
+        """Stop the background work (cancelled between its steps; a factorization already
+        inside CHOLMOD runs to its end) and refuse further updates. ``timeout``: seconds to
+        wait for it (None: until it ends). The live engine closes a Session it replaces."""
+        self.closed = True
+        self.background = False
+        if self._prepare_stop is not None:
+            self._prepare_stop.set()
+        th = self._preparing
+        if th is not None and timeout != 0.0:
+            th.join(timeout)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _preview(self, s: np.ndarray, cancel: CancelToken,
                  settings: Settings) -> Segmentation | None:
@@ -225,11 +310,12 @@ class Session:
         return result
 
 
-#: Background preparations still running. A script that ends while one is inside CHOLMOD
-#: crashed (exit code 139, 2 of 8 runs of a three-edit script) or hung in the system OpenBLAS's
-#: exit handler: the factorization's OpenMP / OpenBLAS threads ran on while the process tore
-#: its libraries down. At exit they are cancelled (between steps) and joined first.
-_PREPARING: set[threading.Thread] = set()
+#: Background preparations still running, each with its cancel flag. A script that ends while
+#: one is inside CHOLMOD crashed (exit code 139, 2 of 8 runs of a three-edit script) or hung in
+#: the system OpenBLAS's exit handler: the factorization's OpenMP / OpenBLAS threads ran on
+#: while the process tore its libraries down. At exit they are cancelled (between steps) and
+#: waited for, at most :data:`EXIT_WAIT_S` in all (then the exit goes on, with a warning).
+_PREPARING: dict[threading.Thread, threading.Event] = {}
 _PREPARING_LOCK = threading.Lock()
 _EXITING = threading.Event()
 
@@ -239,8 +325,13 @@ def _finish_preparations() -> None:
     _EXITING.set()
     with _PREPARING_LOCK:
         running = list(_PREPARING)
+    deadline = time.monotonic() + EXIT_WAIT_S
     for thread in running:
-        thread.join()
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t for t in running if t.is_alive()]
+    if left:
+        log.warning("segapp: %d background preparation(s) still running after %.0f s at exit",
+                    len(left), EXIT_WAIT_S)
 
 
 def _area(shape: tuple[int, ...]) -> int:

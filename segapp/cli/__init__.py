@@ -88,6 +88,9 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
     seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
                      help="fail instead of replacing existing output files (default: replace)")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    seg.add_argument("--verbose", "-v", action="store_true",
+                     help="also print which linear solver ran and why (the direct solver's "
+                     "library, or why it was not used) and the full solver report")
 
     add_method_arguments(seg, method)
     add_export_arguments(seg)
@@ -167,8 +170,11 @@ def _segment(args: argparse.Namespace) -> int:
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
         print(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
               f"with {result.method}; {stages}")
-        if result.diagnostics is not None:
-            print(f"  {result.diagnostics!r}")
+        diag = result.diagnostics
+        if diag is not None:
+            print(f"  {diag!r}")
+        if args.verbose:
+            _print_solver(diag)
         moved = _regiven_strokes(result, ids, counts)
         if moved:
             print(f"  painted pixels the {result.method} partition gave to other labels, kept "
@@ -180,6 +186,17 @@ def _segment(args: argparse.Namespace) -> int:
             print(f"  wrote {p}")
         print(f"  wall time {time.perf_counter() - t0:.2f}s")
     return 0
+
+
+def _print_solver(diag: Any) -> None:
+    """``--verbose``: the linear solver that ran and why not the direct one, and the direct
+    solver's library on this machine (or why there is none)."""
+    from ..solve import cholmod
+
+    if getattr(diag, "linear_solver", ""):
+        why = f" (not direct: {diag.direct_unavailable})" if diag.direct_unavailable else ""
+        print(f"  linear solver: {diag.linear_solver}{why}")
+    print(f"  direct solver on this machine: {cholmod.describe()}")
 
 
 def _regiven_strokes(result: Any, ids: Any, counts: Any) -> str:

@@ -121,7 +121,7 @@ class Display(QObject):
                  f"{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))}: it ignores the "
                  "strokes when clustering (choose a constrained method to keep every label)")
         emit(self.details, words.result_details(seg))
-        emit(self.status, words.result_status(result.seconds, cached))
+        emit(self.status, words.result_status(result.seconds, cached, seg.diagnostics))
 
     def _on_preview(self, tag: Any, result: Result) -> None:
         if tag == self.tag and (self.state.shown is None or self.state.shown.tag != tag):
@@ -192,3 +192,4 @@ class Display(QObject):
         # 0.3 s at 12 MP (the region, then the new stroke map): off the GUI thread
         self.edit_later("Filling a region", lambda m, mask: m.fill(mask, label, only),
                         lambda: region_at(labels, y, x))
+

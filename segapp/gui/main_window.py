@@ -504,6 +504,7 @@ class MainWindow(QMainWindow):
             return
         self.worker.cancel()
         self.worker.wait_idle(2000)
+        self.worker.engine.close()   # the session's background factorization stops too
         self.document.loader.wait_idle(2000)
         self.document.saver.wait_idle(10000)
         self.display.wait_idle(2000)

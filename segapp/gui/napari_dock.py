@@ -28,6 +28,7 @@ from qtpy.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QLabel, QPushButt
 
 from ..errors import Cancelled, SegappError
 from ..methods import available_methods
+from ..solve.diagnostics import status_note
 from ..napari.model import LiveSegmenter, Request, as_unit_image
 
 if TYPE_CHECKING:
@@ -237,10 +238,9 @@ class SegmentWidget(QWidget):
             self.viewer.layers.selection.active = painting
             if mode is not None and painting.mode != mode:
                 painting.mode = mode
-        diag = result.diagnostics
-        its = f", {diag.iterations} iterations" if getattr(diag, "iterations", None) else ""
         self.status.setText(f"{len(result.label_ids)} labels, "
-                            f"{result.timings.get('total', 0):.2f} s{its} ({result.method})")
+                            f"{result.timings.get('total', 0):.2f} s"
+                            f"{status_note(result.diagnostics)} ({result.method})")
 
     def _show_eigenvectors(self, vectors: np.ndarray, geometry: dict) -> None:
         for j in range(vectors.shape[-1]):

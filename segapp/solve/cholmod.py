@@ -1,4 +1,4 @@
-"""CHOLMOD's supernodal Cholesky factorization, loaded from the system library at run time.
+"""CHOLMOD's supernodal Cholesky factorization, loaded at run time: CHOLMOD 3 or 5, checked first.
 
 Why CHOLMOD, and why through ctypes
 -----------------------------------
@@ -9,36 +9,112 @@ image is factored (0.4 s at 250K px, 3 s at 1.1M). Measured on this project's 8-
 with the same ordering (docs/architecture.md): CHOLMOD factors in 0.54 / 3.8 s at 250K /
 1.1M px, SciPy's SuperLU in 1.0 / 10.4 s; PARDISO needs MKL (0.9 GB, not open source).
 scikit-sparse wraps CHOLMOD but holds the GIL in every call (the window froze 0.6 / 3.5 s) and
-hides the supernodes; ``ctypes`` releases the GIL during foreign calls and lets us read them.
+hides the supernodes; ``ctypes`` releases the GIL during foreign calls and lets us read them
+(``tests/solve/test_cholmod.py`` measures that another thread runs on during a factorization).
 
-Licence: CHOLMOD is LGPL-2.1+ (its Supernodal module GPL-2+). segapp does not ship or link it
-at build time: this module opens the system's ``libcholmod`` (Debian/Ubuntu: ``libcholmod3``)
-when it is installed and segapp falls back to its iterative solver when it is not
-(:func:`available`). The structure layouts below are CHOLMOD 3's (SuiteSparse 5.x, checked
-against its ``cholmod_core.h``); another major version is not used.
+Which library (:func:`library`)
+-------------------------------
+Tried in this order, the first that passes its checks serves:
+
+1. ``SEGAPP_CHOLMOD``: a path to a ``libcholmod`` (or a folder holding one) — only that one
+   (``SEGAPP_CHOLMOD=system`` or ``=pip``: only the libraries of 2. or of 3.);
+2. the system's: ``libcholmod.so.5`` (SuiteSparse 7.x: Debian 13, Ubuntu 24.04),
+   ``libcholmod.so.4`` (SuiteSparse 6.x), ``libcholmod.so.3`` (SuiteSparse 5.x: Debian 12,
+   Ubuntu 22.04), whatever ``ctypes.util.find_library`` names (macOS, Windows);
+3. pip's: the ``libcholmod`` that CVXOPT's Linux wheels bundle (``pip install
+   'segapp[fast]'``: CHOLMOD 3.0.6 with ATLAS, in ``cvxopt.libs``).
+
+``SEGAPP_NO_CHOLMOD`` (any value) turns the direct solver off.
+
+The checks
+----------
+The structures are C structs of a given major version: CHOLMOD 3 and 4 (SuiteSparse 5–6) and
+CHOLMOD 5 (SuiteSparse 7) differ in ``cholmod_common`` (2664 vs 2680 bytes; the fields read
+or set here sit at the same offsets in both, read from their ``cholmod.h``). A library is used
+only if
+
+* ``cholmod_version`` names a major version with a known layout (:data:`LAYOUTS`);
+* ``cholmod_start``, run on a buffer filled with a sentinel, writes nothing past the layout's
+  size and leaves the documented defaults where the layout says they are (``grow0`` = 1.2,
+  ``supernodal_switch`` = 40, ``print`` = 3, ``method[1].ordering`` = AMD, ``postorder``,
+  ``metis_nswitch`` = 3000, ...; CHOLMOD 5: ``chunk`` = 128000, its last field);
+* a 36-unknown grid Laplacian + I is analysed, factored and solved through these structs: the
+  factor reads back as supernodal, int32, of order n with our ordering and a permutation, and
+  the solution matches a dense solve to 1e-12.
+
+A library that fails is refused with its reason (:func:`unavailable_reason`), never used.
+
+Licence: CHOLMOD is LGPL-2.1+ (its Supernodal module GPL-2+); CVXOPT is GPL-3+. segapp does
+not ship or link either at build time: it opens a library that is installed, and falls back
+to its iterative solver when none is (:func:`available`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import glob
+import importlib.util
 import os
+import re
+import sys
 import threading
-from ctypes import POINTER, c_int, c_size_t, c_void_p
+from ctypes import POINTER, c_double, c_int, c_size_t, c_void_p
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from ..errors import SolverError
 
-# CHOLMOD 3 constants (cholmod_core.h).
+# Constants shared by CHOLMOD 3, 4 and 5 (cholmod_core.h / cholmod.h).
 _INT, _REAL = 0, 1
 _A, _L, _LT = 0, 4, 5
-_GIVEN, _SUPERNODAL = 1, 2
+_GIVEN, _AMD, _AUTO, _SUPERNODAL = 1, 2, 1, 2
 _NOT_POSDEF = 1
-#: Byte offsets of the cholmod_common fields set here (CHOLMOD 3.0; sizeof = 2664).
-_COMMON_SIZE = 2664
-_OFF = {"supernodal": 48, "print": 144, "nmethods": 168, "method0_ordering": 184 + 132,
-        "postorder": 1864, "status": 1972}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one major version keeps the ``cholmod_common`` fields used and checked here.
+
+    ``offsets``: field → (byte offset, C type); ``defaults``: what ``cholmod_start`` leaves
+    in a field (its documented default); ``size``: ``sizeof(cholmod_common)``.
+    """
+
+    name: str
+    size: int
+    offsets: dict[str, tuple[int, type]]
+    defaults: dict[str, float]
+
+    def __repr__(self) -> str:
+        return f"Layout({self.name!r}, {self.size} bytes)"
+
+
+#: Byte offsets and C types of the cholmod_common fields used here: identical in CHOLMOD 3.0
+#: and 5.3 (each read off its cholmod.h with offsetof).
+_COMMON_FIELDS: dict[str, tuple[int, type]] = {
+    "grow0": (8, c_double), "grow2": (24, c_size_t), "maxrank": (32, c_size_t),
+    "supernodal_switch": (40, c_double), "supernodal": (48, c_int), "final_asis": (52, c_int),
+    "print": (144, c_int), "nmethods": (168, c_int), "method0_ordering": (184 + 132, c_int),
+    "method1_ordering": (184 + 168 + 132, c_int), "postorder": (1864, c_int),
+    "metis_dswitch": (1880, c_double), "metis_nswitch": (1888, c_size_t),
+    "itype": (1960, c_int), "status": (1972, c_int), "fl": (1976, c_double),
+    "lnz": (1984, c_double)}
+_COMMON_DEFAULTS: dict[str, float] = {
+    "grow0": 1.2, "grow2": 5, "maxrank": 8, "supernodal_switch": 40.0, "supernodal": _AUTO,
+    "final_asis": 1, "print": 3, "nmethods": 0, "method0_ordering": _GIVEN,
+    "method1_ordering": _AMD, "postorder": 1, "metis_dswitch": 0.66, "metis_nswitch": 3000,
+    "itype": _INT, "status": 0}
+
+_V3 = Layout("CHOLMOD 3", 2664, _COMMON_FIELDS, _COMMON_DEFAULTS)
+_V5 = Layout("CHOLMOD 5", 2680, {**_COMMON_FIELDS, "chunk": (2664, c_double)},
+             {**_COMMON_DEFAULTS, "chunk": 128000.0})
+#: The layout of each major version segapp can read (CHOLMOD 4, SuiteSparse 6, kept
+#: CHOLMOD 3's structures; its checks decide).
+LAYOUTS: dict[int, Layout] = {3: _V3, 4: _V3, 5: _V5}
+#: Sentinel bytes after the layout's size: cholmod_start must leave them alone.
+_GUARD = 4096
 
 
 class _Sparse(ctypes.Structure):
@@ -65,51 +141,115 @@ class _Factor(ctypes.Structure):
                 ("itype", c_int), ("xtype", c_int), ("dtype", c_int), ("useGPU", c_int)]
 
 
+# The same in CHOLMOD 3 and 5 (their cholmod.h; 64-bit platforms).
 assert ctypes.sizeof(_Sparse) == 88 and ctypes.sizeof(_Dense) == 56 \
-    and ctypes.sizeof(_Factor) == 208, "CHOLMOD 3 structure layouts assume a 64-bit platform"
+    and ctypes.sizeof(_Factor) == 208, "CHOLMOD's structure layouts assume a 64-bit platform"
 
-_lib: ctypes.CDLL | None = None
+
+@dataclass(frozen=True)
+class Library:
+    """A libcholmod that passed its checks: where it is, its version, how it came."""
+
+    path: str
+    version: tuple[int, int, int]
+    layout: Layout
+    source: str                                   # "SEGAPP_CHOLMOD", "system" or "pip (cvxopt)"
+    cdll: ctypes.CDLL = field(repr=False, compare=False)
+
+    def describe(self) -> str:
+        """E.g. ``CHOLMOD 3.0.14 (system: /usr/lib/x86_64-linux-gnu/libcholmod.so.3)``."""
+        v = ".".join(map(str, self.version))
+        return f"CHOLMOD {v} ({self.source}: {self.path})"
+
+
+#: The command that installs a direct solver, for messages (Debian/Ubuntu; pip elsewhere).
+INSTALL_HINT = ("sudo apt-get install '?name(^libcholmod[35]$)' libopenblas0-pthread "
+                "(Debian/Ubuntu), or pip install 'segapp[fast]' (Linux)")
+
+_lib: Library | None = None
 _load_error: str | None = None
 _load_lock = threading.Lock()
 
 
-def _load() -> ctypes.CDLL:
-    """Open libcholmod (once) and declare the calls used; SolverError if it cannot be used."""
+def _load() -> Library:
+    """The library (found and checked once); SolverError if none can be used."""
     global _load_error
     with _load_lock:
         if _lib is not None:
             return _lib
         if _load_error is None:
-            _load_error = _open()
+            _load_error = _find()
         if _lib is None:
             raise SolverError(f"the direct solver is not available: {_load_error}")
         return _lib
 
 
-def _open() -> str | None:
-    """Try to open the library; the reason it cannot be used, or None (sets ``_lib``)."""
+def _candidates() -> list[tuple[str, str]]:
+    """``(path or soname, source)`` in the order they are tried (module doc)."""
+    given = os.environ.get("SEGAPP_CHOLMOD", "")
+    if given and given not in ("system", "pip"):
+        p = Path(given)
+        if p.is_dir():
+            found = sorted(glob.glob(str(p / "**" / "libcholmod*.so*"), recursive=True)
+                           + glob.glob(str(p / "**" / "*cholmod*.dylib"), recursive=True))
+            return [(found[0] if found else str(p / "libcholmod.so"), "SEGAPP_CHOLMOD")]
+        return [(given, "SEGAPP_CHOLMOD")]
+    out = []
+    if given != "pip":
+        names = ["libcholmod.so.5", "libcholmod.so.4", "libcholmod.so.3"]
+        found = ctypes.util.find_library("cholmod")
+        if found and found not in names:
+            names.append(found)
+        if sys.platform == "darwin":
+            names += [f"{d}/libcholmod.dylib" for d in ("/opt/homebrew/lib", "/usr/local/lib")]
+        out += [(n, "system") for n in names]
+    spec = importlib.util.find_spec("cvxopt") if given != "system" else None
+    if spec is not None and spec.origin:
+        libs = Path(spec.origin).parent.parent / "cvxopt.libs"
+        out += [(p, "pip (cvxopt)") for p in sorted(glob.glob(str(libs / "libcholmod*.so*")))]
+    return out
+
+
+def _open_with_deps(path: str, mode: int = ctypes.DEFAULT_MODE, depth: int = 0) -> ctypes.CDLL:
+    """Open ``path``; a wheel's bundled library needs its neighbours (no RUNPATH): each one
+    the loader says is missing is opened first from the same folder (and its own, in turn)."""
+    folder = Path(path).parent
+    for _ in range(16):
+        try:
+            return ctypes.CDLL(path, mode=mode)
+        except OSError as exc:
+            m = re.search(r"([^\s:/]+\.so[^\s:]*): cannot open shared object", str(exc))
+            missing = folder / m.group(1) if m is not None else None
+            if missing is None or depth > 8 or not missing.exists():
+                raise
+            _open_with_deps(str(missing), ctypes.RTLD_GLOBAL, depth + 1)
+    return ctypes.CDLL(path, mode=mode)
+
+
+def _find() -> str | None:
+    """Try each candidate; sets ``_lib`` and returns None, or returns why none serves."""
     global _lib
     if os.environ.get("SEGAPP_NO_CHOLMOD"):
         return "SEGAPP_NO_CHOLMOD is set"
-    names = [n for n in (ctypes.util.find_library("cholmod"), "libcholmod.so.3") if n]
-    lib = None
-    for name in names:
+    refused = []
+    for name, source in _candidates():
         try:
-            lib = ctypes.CDLL(name)
-            break
-        except OSError:
+            cdll = _open_with_deps(name) if os.sep in name else ctypes.CDLL(name)
+        except OSError as exc:
+            if source != "system":
+                refused.append(f"{name}: {exc}")
             continue
-    if lib is None:
-        return ("libcholmod was not found (Debian/Ubuntu: apt-get install libcholmod3 "
-                "libopenblas0-pthread)")
-    version = (c_int * 3)()
-    try:
-        lib.cholmod_version(version)
-    except AttributeError:
-        return "libcholmod has no cholmod_version (too old)"
-    if version[0] != 3:
-        return (f"libcholmod {version[0]}.{version[1]}.{version[2]} found; segapp reads "
-                "CHOLMOD 3's structures only")
+        lib, reason = check_library(cdll, name, source)
+        if lib is not None:
+            _lib = lib
+            return None
+        refused.append(reason)
+    if not refused:
+        return f"libcholmod was not found (install: {INSTALL_HINT})"
+    return "; ".join(refused)
+
+
+def _declare(lib: ctypes.CDLL) -> None:
     lib.cholmod_start.argtypes = [c_void_p]
     lib.cholmod_finish.argtypes = [c_void_p]
     lib.cholmod_analyze_p.argtypes = [POINTER(_Sparse), c_void_p, c_void_p, c_size_t, c_void_p]
@@ -121,22 +261,113 @@ def _open() -> str | None:
     lib.cholmod_free_factor.argtypes = [POINTER(POINTER(_Factor)), c_void_p]
     lib.cholmod_copy_factor.argtypes = [POINTER(_Factor), c_void_p]
     lib.cholmod_copy_factor.restype = POINTER(_Factor)
-    _lib = lib
+
+
+def check_library(cdll: ctypes.CDLL, path: str, source: str = "system",
+                  layout: Layout | None = None) -> tuple[Library | None, str]:
+    """The module doc's checks: ``(Library, "")`` if ``cdll`` can be used with ``layout``
+    (default: its major version's), else ``(None, reason)``."""
+    name = Path(path).name
+    version = (c_int * 3)()
+    try:
+        cdll.cholmod_version(version)
+    except AttributeError:
+        return None, f"{name} has no cholmod_version (older than CHOLMOD 2.1)"
+    v = (int(version[0]), int(version[1]), int(version[2]))
+    vs = ".".join(map(str, v))
+    if layout is None:
+        layout = LAYOUTS.get(v[0])
+        if layout is None:
+            return None, (f"{name} is CHOLMOD {vs}, whose structures segapp does not know "
+                          f"(it reads CHOLMOD {', '.join(map(str, sorted(LAYOUTS)))})")
+    try:
+        _declare(cdll)
+    except AttributeError as exc:
+        return None, f"{name} (CHOLMOD {vs}) lacks a call segapp uses: {exc}"
+    lib = Library(path, v, layout, source, cdll)
+    reason = _check_common(lib) or _self_test(lib)
+    if reason:
+        return None, f"{name} (CHOLMOD {vs}) refused with the {layout.name} layout: {reason}"
+    return lib, ""
+
+
+def _check_common(lib: Library) -> str | None:
+    """cholmod_start on a sentinel-filled buffer: nothing written past the layout's size,
+    the documented defaults where the layout puts them."""
+    lay = lib.layout
+    buf = ctypes.create_string_buffer(b"\xa5" * (lay.size + _GUARD), lay.size + _GUARD)
+    lib.cdll.cholmod_start(buf)
+    try:
+        tail = buf.raw[lay.size:]
+        if tail != b"\xa5" * _GUARD:
+            last = lay.size + max(i for i, c in enumerate(tail) if c != 0xA5)
+            return (f"cholmod_start wrote up to byte {last}, past the {lay.size} bytes of "
+                    "the layout's cholmod_common")
+        for key, want in lay.defaults.items():
+            off, ctype = lay.offsets[key]
+            got = ctype.from_buffer(buf, off).value
+            if not np.isclose(got, want, rtol=1e-12, atol=0):
+                return f"cholmod_common.{key} reads {got!r}, its documented default is {want!r}"
+    finally:
+        lib.cdll.cholmod_finish(buf)
     return None
 
 
-def available() -> bool:
-    """Whether CHOLMOD 3 can be loaded here (else the iterative solver serves)."""
+def _self_test(lib: Library) -> str | None:
+    """Factor and solve a small SPD matrix (6×6 grid Laplacian + I) through the structs."""
+    import scipy.sparse as sp
+
+    side = 6
+    path = sp.diags([-np.ones(side - 1), 2 * np.ones(side), -np.ones(side - 1)], [-1, 0, 1])
+    A = (sp.kronsum(path, path) + sp.identity(side * side)).tocsc()
+    n = A.shape[0]
+    lower = sp.tril(A, format="csc")
+    lower.sort_indices()
+    order = np.arange(n)[::-1].copy()
     try:
-        _load()
-        return True
+        f = Factor(lower.indptr, lower.indices, order, lib=lib)
+        c = f._factor.contents
+        if (c.n != n or not c.is_super or c.itype != _INT or c.dtype != 0
+                or c.ordering != _GIVEN):
+            return (f"the analysed factor reads n={c.n}, is_super={c.is_super}, "
+                    f"itype={c.itype}, dtype={c.dtype}, ordering={c.ordering}")
+        if not np.array_equal(np.sort(f.perm), np.arange(n)):
+            return "the factor's permutation is not one"
+        f.factorize(lower.data)
+        sup, pi, px, s, x = f.supernodes()
+        if sup[-1] != n or px[-1] != x.size or pi[-1] != s.size or f._get("lnz") <= 0:
+            return "the supernodes do not read back as the factor's"
+        b = np.arange(1.0, n + 1.0)
+        err = np.abs(f.solve(b) - np.linalg.solve(A.toarray(), b)).max()
+        if not err < 1e-12:
+            return f"a 36-unknown solve is off by {err:.1e}"
+    except SolverError as exc:
+        return str(exc)
+    return None
+
+
+def library() -> Library | None:
+    """The libcholmod in use (None where none can be: see :func:`unavailable_reason`)."""
+    try:
+        return _load()
     except SolverError:
-        return False
+        return None
+
+
+def available() -> bool:
+    """Whether a checked CHOLMOD can be loaded here (else the iterative solver serves)."""
+    return library() is not None
 
 
 def unavailable_reason() -> str | None:
     """Why :func:`available` is False (None when it is True)."""
     return None if available() else _load_error
+
+
+def describe() -> str:
+    """The library in use, or why there is none (one line)."""
+    lib = library()
+    return lib.describe() if lib is not None else f"no CHOLMOD: {_load_error}"
 
 
 def _array(ptr: int, dtype: type, count: int) -> np.ndarray:
@@ -156,20 +387,21 @@ class Factor:
     release the GIL. One instance is used by one thread at a time (its own lock).
     """
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, order: np.ndarray) -> None:
-        self._lib = _load()
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, order: np.ndarray, *,
+                 lib: Library | None = None) -> None:
+        self.library = lib if lib is not None else _load()
+        self._lib = self.library.cdll
         n = int(indptr.shape[0] - 1)
         self.n = n
         self._indptr = np.ascontiguousarray(indptr, dtype=np.int32)
         self._indices = np.ascontiguousarray(indices, dtype=np.int32)
         self._factor: ctypes._Pointer | None = None
         self._start()
-        lib = self._lib
+        lib_ = self._lib
         user = np.ascontiguousarray(order, dtype=np.int32)
         A = self._sparse(np.zeros(self._indices.shape[0]))
-        f = lib.cholmod_analyze_p(ctypes.byref(A), user.ctypes.data, None, 0, self._common)
+        f = lib_.cholmod_analyze_p(ctypes.byref(A), user.ctypes.data, None, 0, self._common)
         if not f:
-            lib.cholmod_finish(self._common)
             raise SolverError(f"CHOLMOD's analysis failed (status {self._get('status')})")
         self._factor = f
         if not f.contents.is_super:
@@ -179,9 +411,10 @@ class Factor:
 
     def _start(self) -> None:
         """A cholmod_common of this object's own (one per factor: one thread at a time each)."""
-        self._common = ctypes.create_string_buffer(_COMMON_SIZE + 4096)
+        self._common = ctypes.create_string_buffer(self.library.layout.size + _GUARD)
         self._lock = threading.Lock()
         self._lib.cholmod_start(self._common)
+        self._started = True
         self._set("print", 0)                 # errors come back as exceptions, not prints
         self._set("supernodal", _SUPERNODAL)  # dense panels: BLAS-3 speed, readable blocks
         self._set("nmethods", 1)              # exactly the given order (no AMD/METIS trials)
@@ -192,7 +425,7 @@ class Factor:
         """An independent copy (the analysis, and the numbers if any): a new factor can be
         computed on it while this one still serves solves in another thread."""
         new = Factor.__new__(Factor)
-        new._lib, new.n, new.perm = self._lib, self.n, self.perm
+        new.library, new._lib, new.n, new.perm = self.library, self._lib, self.n, self.perm
         new._indptr, new._indices = self._indptr, self._indices
         new._factor = None
         new._start()
@@ -206,10 +439,12 @@ class Factor:
 
     # -- cholmod_common fields -------------------------------------------------------------
     def _set(self, field: str, value: int) -> None:
-        c_int.from_buffer(self._common, _OFF[field]).value = value
+        off, ctype = self.library.layout.offsets[field]
+        ctype.from_buffer(self._common, off).value = value
 
-    def _get(self, field: str) -> int:
-        return c_int.from_buffer(self._common, _OFF[field]).value
+    def _get(self, field: str) -> float:
+        off, ctype = self.library.layout.offsets[field]
+        return ctype.from_buffer(self._common, off).value
 
     def _sparse(self, data: np.ndarray) -> _Sparse:
         n = self.n
@@ -289,7 +524,10 @@ class Factor:
 
     def __del__(self) -> None:
         lib = getattr(self, "_lib", None)
-        if lib is not None and getattr(self, "_factor", None):
+        if lib is None or not getattr(self, "_started", False):
+            return
+        if getattr(self, "_factor", None):
             lib.cholmod_free_factor(ctypes.byref(self._factor), self._common)
-            lib.cholmod_finish(self._common)
             self._factor = None
+        lib.cholmod_finish(self._common)
+        self._started = False

@@ -35,14 +35,38 @@ class SolverDiagnostics:
     history: list[np.ndarray] = field(default_factory=list)
     preconditioner_applications: int = 0
     warm_start: bool = False
+    linear_solver: str = ""
+    """FAST-GE's harmonic solve: which linear solver gave the potentials, e.g. ``direct,
+    CHOLMOD 3.0.14 (system: libcholmod.so.3)`` or ``iterative, AMG-preconditioned CG``; empty
+    for LOBPCG (no linear solve)."""
+    direct_unavailable: str = ""
+    """Why the potentials were not solved directly, when they were not (the real reason: no
+    usable library and why, the option, the image's size, a factor still being made)."""
+    notes: list[str] = field(default_factory=list)
+    """Anything else the person should know about this answer (e.g. the background work
+    after the previous edit failed, and how)."""
+
+    def solver_summary(self) -> str:
+        """One line for a status bar: the linear solver, and why not the direct one."""
+        if not self.linear_solver:
+            return f"{self.iterations} iterations"
+        kind, _, detail = self.linear_solver.partition(", ")
+        if kind == "direct":
+            return f"direct solve ({detail.split(' (')[0]})"
+        why = f"; not direct: {self.direct_unavailable}" if self.direct_unavailable else ""
+        return f"iterative solve, {self.iterations} CG steps{why}"
 
     def __repr__(self) -> str:
         state = "converged" if self.converged else "NOT converged"
         res = np.array2string(np.asarray(self.residuals), precision=1, separator=", ")
         change = (f"; last eigenvalue change {self.eigenvalue_change:.1e}"
                   if not np.isnan(self.eigenvalue_change) else "")
+        linear = f"; linear solver: {self.linear_solver}" if self.linear_solver else ""
+        why = (f" — not direct: {self.direct_unavailable}" if self.linear_solver
+               and self.direct_unavailable else "")
         return (f"SolverDiagnostics({state} after {self.iterations} iterations ({self.reason}); "
-                f"relative residuals {res}{change}{'; warm start' if self.warm_start else ''})")
+                f"relative residuals {res}{change}{'; warm start' if self.warm_start else ''}"
+                f"{linear}{why}{''.join('; ' + n for n in self.notes)})")
 
 
 def handle_nonconvergence(diag: SolverDiagnostics, policy: Literal["raise", "warn"],
@@ -53,3 +77,12 @@ def handle_nonconvergence(diag: SolverDiagnostics, policy: Literal["raise", "war
     if policy == "raise":
         raise SolverError(msg, diag)
     warnings.warn(msg, RuntimeWarning, stacklevel=4)
+
+
+def status_note(diag: object) -> str:
+    """``", direct solve (CHOLMOD 3.0.14)"`` or ``", iterative solve, 13 CG steps; not direct:
+    …"`` for a status bar (issue 28: never silently slow); else the iteration count."""
+    if isinstance(diag, SolverDiagnostics):
+        return f", {diag.solver_summary()}"
+    iters = getattr(diag, "iterations", None)
+    return f", {iters} iterations" if iters is not None else ""

@@ -56,7 +56,7 @@ from threadpoolctl import threadpool_limits
 
 from . import direct
 from ..cancel import NEVER, CancelToken
-from ..errors import SolverError
+from ..errors import Cancelled, SolverError
 from ..strokes.constraints import stroke_indicators
 from .amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
 from .diagnostics import SolverDiagnostics
@@ -254,11 +254,26 @@ class HarmonicSolver:
         self._next: np.ndarray | None = None     # the painted mask prepare() factors for
         self._mode = "auto"                      # the last solve's linear_solver
         self._building = threading.Lock()        # prepare() and a solve may both build it
+        self._factoring = False                  # prepare() is making a factor right now
+        #: The last solve's linear solver and why not the direct one (its diagnostics).
+        self.last_linear_solver, self.last_fallback = "", ""
 
     def _direct_usable(self) -> bool:
         if self.direct_unavailable is None and not direct.available():
-            self.direct_unavailable = "CHOLMOD is not installed"
+            self.direct_unavailable = direct.unavailable_reason()  # the binding's own words
+            direct.warn_unavailable(self.direct_unavailable)
         return self.direct_unavailable is None
+
+    def _why_not_direct(self, linear_solver: str) -> str:
+        """Why the last potentials were solved iteratively (issue 28: never silently slow)."""
+        if linear_solver == "iterative":
+            return "linear_solver='iterative' was asked"
+        if self.direct_unavailable is not None:
+            return self.direct_unavailable
+        if self._factoring:
+            return "the image's factor is still being made in the background"
+        return (f"an image above {direct.cold_pixels():,} px gets its first answer "
+                "iteratively; its factor is made in the background")
 
     def _build_direct(self) -> direct.DirichletFactor | None:
         """The per-image analysis (ordering + symbolic factor), once; None if it cannot be."""
@@ -272,11 +287,12 @@ class HarmonicSolver:
             return self.direct
 
     def prepares_alongside(self) -> bool:
-        """Whether :meth:`prepare` can run while the next solve does: once a factor exists,
-        it computes the next one on a copy and swaps it in (:meth:`DirichletFactor.factor`),
-        and a solve uses whichever factor it started with — as exactly."""
-        d = self.direct
-        return d is not None and d.base is not None and self._mode != "iterative"
+        """Whether :meth:`prepare` can run while the next solve does: always. A solve takes
+        one snapshot of the factor (:meth:`DirichletFactor.for_strokes`), which a new factor
+        swapped in by :meth:`prepare` never changes; before the first factor exists it
+        answers iteratively (or, up to :data:`~segapp.solve.direct.COLD_PIXELS`, factors its
+        own) instead of waiting."""
+        return True
 
     def prepare(self, cancel: CancelToken = NEVER) -> None:
         """Work for the *next* edit, done after this one's answer is shown (issue 21).
@@ -295,11 +311,15 @@ class HarmonicSolver:
             cancel.check()
             if d is None or (d.base is not None and np.array_equal(d.base, fixed)):
                 return
+            self._factoring = True
             try:
                 d.factor(fixed, cancel)
             except (SolverError, MemoryError) as exc:
-                self.direct, self.direct_unavailable = None, str(exc)
+                self.direct = None
+                self.direct_unavailable = f"the background factorization failed: {exc}"
                 return
+            finally:
+                self._factoring = False
         self.state = None   # the direct solver serves from now on: free the hierarchy
 
     def potential_ritz_pairs(self, pencil: Pencil, sets: list[np.ndarray],
@@ -349,7 +369,8 @@ class HarmonicSolver:
         diag = SolverDiagnostics(
             iterations=steps, converged=converged, eigenvalues=lam.copy(), residuals=rel,
             reason=reason, preconditioner_applications=steps + (how is None),
-            warm_start=warm, eigenvalue_change=np.nan)
+            warm_start=warm, eigenvalue_change=np.nan,
+            linear_solver=self.last_linear_solver, direct_unavailable=self.last_fallback)
         return lam, X, diag
 
     def _potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int], tol: float,
@@ -362,7 +383,7 @@ class HarmonicSolver:
         self._next, self._mode = fixed, linear_solver
         d = self.direct if linear_solver != "iterative" and self._direct_usable() else None
         cold_direct = linear_solver == "direct" or (linear_solver == "auto"
-                                                    and n <= direct.COLD_PIXELS)
+                                                    and direct.factors_cold(n))
         if cold_direct and d is None and self._direct_usable():
             d = self._build_direct()
         how = None
@@ -373,11 +394,47 @@ class HarmonicSolver:
                     d.reset()
                 Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
             except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
-                self.direct, self.direct_unavailable = None, str(exc)
-        if how is None:
+                self.direct = None
+                self.direct_unavailable = f"the direct solve failed: {exc}"
+        if how is None and self._factoring and linear_solver == "auto":
+            how, out = self._cg_until_factored(fixed, b, ids, tol, maxiter, reuse, token,
+                                               timings)
+            if how is None:
+                Phi, steps, rel, warm = out
+            else:
+                Phi, steps, rel, how = out
+                warm = True
+        elif how is None:
             Phi, steps, rel, warm = self._iterative_potentials(fixed, b, ids, tol,
                                                                maxiter, reuse, token, timings)
+            self.last_linear_solver = "iterative, AMG-preconditioned CG"
+            self.last_fallback = self._why_not_direct(linear_solver)
         return Phi, steps, rel, warm, how
+
+    def _cg_until_factored(self, fixed: np.ndarray, b: np.ndarray, ids: list[int], tol: float,
+                           maxiter: int, reuse: bool, token: CancelToken,
+                           timings: dict[str, float]) -> tuple[str | None, tuple]:
+        """CG while the image's first factor is being made in the background; if it is ready
+        before CG converges, CG stops and the factor answers (an update of it): the edit
+        takes the shorter of the two instead of waiting (issue 28). ``(how, result)``:
+        how None with CG's own result, or the direct path's."""
+        def ready() -> bool:
+            d = self.direct
+            return d is not None and d.base is not None
+
+        watch = CancelToken(lambda: token.requested() or ready())
+        try:
+            out = self._iterative_potentials(fixed, b, ids, tol, maxiter, reuse, watch,
+                                             timings)
+        except Cancelled:
+            if token.requested() or not ready():
+                raise
+            assert self.direct is not None
+            result = self._direct_potentials(self.direct, fixed, b, token, timings)
+            return result[3], result
+        self.last_linear_solver = "iterative, AMG-preconditioned CG"
+        self.last_fallback = self._why_not_direct("auto")
+        return None, out
 
     def potentials(self, sets: list[np.ndarray], label_ids: list[int] | None = None, *,
                    tol: float = 1e-4, maxiter: int = 300, linear_solver: str = "auto",
@@ -399,14 +456,16 @@ class HarmonicSolver:
     def _direct_potentials(self, d: direct.DirichletFactor, fixed: np.ndarray, b: np.ndarray,
                            token: CancelToken, timings: dict[str, float]
                            ) -> tuple[np.ndarray, int, np.ndarray, str]:
-        """The potentials from the factor (updated or refactored): exact to rounding."""
+        """The potentials from one snapshot of the factor (updated or refactored): exact to
+        rounding, whatever a background :meth:`prepare` swaps in meanwhile."""
         t = time.perf_counter()
-        rank = d.changed(fixed).size if d.base is not None else -1
-        refactor = rank < 0 or not d.can_update(fixed)
-        Phi = d.solve(fixed, b, token)
+        snap = d.for_strokes(fixed, token)
+        Phi = snap.solve(b, token)
+        self.last_linear_solver = f"direct, {snap.library.describe()}"
+        self.last_fallback = ""
         timings["potentials"] = time.perf_counter() - t
-        if refactor:
-            timings["amg_setup"] = d.timings.get("factor", 0.0)  # the set-up this edit paid
+        if snap.how == "refactor":
+            timings["amg_setup"] = snap.timings.get("factor", 0.0)  # the set-up this edit paid
             timings["potentials"] -= timings["amg_setup"]
         self.state = None
         # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
@@ -414,10 +473,10 @@ class HarmonicSolver:
         r[fixed] = 0.0
         bn = np.linalg.norm(b, axis=0)
         rel = np.linalg.norm(r, axis=0) / np.where(bn > 0, bn, 1.0)
-        how = ("potentials by a direct solve: numeric factor" if refactor else
-               "potentials by a direct solve: the base factor" if rank == 0 else
-               f"potentials by a direct solve: the base factor updated for {rank} changed "
-               "pixels")
+        how = ("potentials by a direct solve: numeric factor" if snap.how == "refactor" else
+               "potentials by a direct solve: the base factor" if snap.how == "base" else
+               f"potentials by a direct solve: the base factor updated for {snap.changed} "
+               "changed pixels")
         return Phi, 0, rel, f"{how} (relative residual {rel.max():.0e})"
 
     def _iterative_potentials(self, fixed: np.ndarray, b: np.ndarray, ids: list[int],

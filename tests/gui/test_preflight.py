@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ def test_readme_apt_line_is_the_list_ci_installs():
     readme = (REPO / "README.md").read_text()
     lines = re.findall(r"^sudo apt-get install (.+)$", readme, re.MULTILINE)
     assert len(lines) == 1, "README must have exactly one apt line"
-    assert lines[0].split() == apt_list()
+    assert shlex.split(lines[0]) == apt_list()   # README quotes the apt pattern for the shell
     # every library the preflight check can name is installed by that line
     assert set(preflight.LIB_PACKAGES.values()) <= set(apt_list())
 

@@ -131,6 +131,142 @@ def test_updates_match_a_dense_solve_over_random_edits(seed):
 
 
 @needs_cholmod
+@pytest.mark.parametrize("gamma", [0.0, 0.3])
+@pytest.mark.parametrize("kind", ["add", "erase", "mixed", "refactor", "same"])
+def test_one_snapshot_serves_many_right_hand_sides(gamma, kind):
+    """``for_strokes`` once, ``solve`` several times (the EM rounds of one edit): each equals
+    an independent dense solve, on the Laplacian and on a shifted ``L + γD`` (rows that do not
+    sum to zero), whichever way the snapshot was made."""
+    rng = np.random.default_rng(7)
+    g = image_graph(noisy_blocks())
+    M = (g.laplacian + gamma * sp.diags(g.degrees)).tocsr()
+    d = direct.DirichletFactor(M, g.shape, offsets_reach(g.offsets))
+    fixed = np.zeros(g.n, dtype=bool)
+    fixed[rng.choice(g.n, 40, replace=False)] = True
+    d.factor(fixed)
+    new = fixed if kind == "same" else _edit(rng, g.shape, fixed, kind.replace("refactor",
+                                                                                "add"))
+    if kind == "refactor":
+        d.max_rank = 1           # past the update's limit
+    snap = d.for_strokes(new)
+    assert snap.how == {"same": "base", "refactor": "refactor"}.get(kind, "update")
+    dense = dense_dirichlet(M, new)
+    for _ in range(4):
+        b = rng.normal(size=(g.n, 3))
+        b[new] = 0
+        ref = np.linalg.solve(dense, b)
+        np.testing.assert_allclose(snap.solve(b), ref, rtol=1e-8,
+                                   atol=1e-9 * np.abs(ref).max())
+        np.testing.assert_allclose(snap.solve(b[:, 1]), ref[:, 1], rtol=1e-8,
+                                   atol=1e-9 * np.abs(ref).max())
+
+
+@needs_cholmod
+def test_a_snapshot_is_immutable_and_outlives_a_new_base():
+    rng = np.random.default_rng(3)
+    g = image_graph(noisy_blocks())
+    d = direct.DirichletFactor(g.laplacian, g.shape, offsets_reach(g.offsets))
+    fixed = np.zeros(g.n, dtype=bool)
+    fixed[rng.choice(g.n, 40, replace=False)] = True
+    d.factor(fixed)
+    new = _edit(rng, g.shape, fixed, "add")
+    snap = d.for_strokes(new)
+    b = rng.normal(size=(g.n, 2))
+    b[new] = 0
+    before = snap.solve(b)
+    d.factor(_edit(rng, g.shape, new, "big"))      # another base swapped in
+    d.reset()
+    np.testing.assert_array_equal(snap.solve(b), before)
+    assert not snap.fixed.flags.writeable and not snap.base.flags.writeable
+    with pytest.raises(ValueError):
+        snap.fixed[0] = not snap.fixed[0]
+
+
+class _RebaseWhenFactored(dict):
+    """``DirichletFactor.timings`` that swaps in another base the moment a factor is timed:
+    a background ``prepare`` finishing at the worst moment for a solve that just factored."""
+
+    def __init__(self, d: direct.DirichletFactor, other: np.ndarray) -> None:
+        super().__init__(d.timings)
+        self.d, self.other, self.armed = d, other, True
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        if key == "factor" and self.armed:
+            self.armed = False
+            self.d.factor(self.other)
+
+
+@needs_cholmod
+@pytest.mark.parametrize("start", ["no base", "too far from the base"])
+def test_a_solve_keeps_its_own_factor_when_another_is_swapped_in(start):
+    """Issue 28 item 4, deterministic: a solve that factors its strokes, then sees another
+    stroke set's factor swapped in before it solves, still answers for its own strokes (the
+    old ``_refactored_solve`` / ``solve`` re-read ``_current`` and used the other one)."""
+    rng = np.random.default_rng(5)
+    g = image_graph(noisy_blocks())
+    d = direct.DirichletFactor(g.laplacian, g.shape, offsets_reach(g.offsets))
+    mine = np.zeros(g.n, dtype=bool)
+    mine[rng.choice(g.n, 40, replace=False)] = True
+    other = mine.copy()
+    other.reshape(g.shape)[:, :10] = True
+    if start != "no base":
+        d.factor(other)
+        d.max_rank = 1
+    d.timings = _RebaseWhenFactored(d, other)
+    b = rng.normal(size=(g.n, 2))
+    b[mine] = 0
+    ref = np.linalg.solve(dense_dirichlet(g.laplacian, mine), b)
+    x = d.solve(mine, b)
+    assert not d.timings.armed and np.array_equal(d.base, other)   # the swap did happen
+    np.testing.assert_allclose(x, ref, rtol=1e-8, atol=1e-9 * np.abs(ref).max())
+
+
+@needs_cholmod
+def test_solves_race_a_background_rebase_and_stay_exact():
+    """Item 4 of issue 28: solves in one thread while another keeps factoring new bases.
+
+    Before the snapshots a refactoring solve read ``self._current`` after its own ``factor``
+    and could use the factor of another stroke set (a wrong answer, silently)."""
+    rng = np.random.default_rng(11)
+    g = image_graph(noisy_blocks((24, 30)))
+    d = direct.DirichletFactor(g.laplacian, g.shape, offsets_reach(g.offsets))
+    masks = []
+    for i in range(6):
+        m = np.zeros(g.n, dtype=bool)
+        m[rng.choice(g.n, 20 + 60 * i, replace=False)] = True
+        if i % 2:
+            m.reshape(g.shape)[:, : g.shape[1] // 2] = True     # far apart: refactored
+        masks.append(m)
+    refs = {}
+    for i, m in enumerate(masks):
+        b = rng.normal(size=(g.n, 2))
+        b[m] = 0
+        refs[i] = (b, np.linalg.solve(dense_dirichlet(g.laplacian, m), b))
+    d.max_rank = 8               # most solves refactor: the window of the old race
+    stop = threading.Event()
+
+    def rebase() -> None:
+        r = np.random.default_rng(12)
+        while not stop.is_set():
+            d.factor(masks[r.integers(len(masks))])
+
+    th = threading.Thread(target=rebase)
+    th.start()
+    worst = 0.0
+    try:
+        for _ in range(150):
+            i = int(rng.integers(len(masks)))
+            b, ref = refs[i]
+            x = d.solve(masks[i], b)
+            worst = max(worst, float(np.abs(x - ref).max() / np.abs(ref).max()))
+    finally:
+        stop.set()
+        th.join()
+    assert worst < 1e-8
+
+
+@needs_cholmod
 def test_an_update_is_used_below_the_crossover_and_a_refactor_above():
     g = image_graph(noisy_blocks((60, 80)))
     d = direct.DirichletFactor(g.laplacian, g.shape)

@@ -1,0 +1,205 @@
+"""The CHOLMOD binding: which library, its layout checks, the GIL released while it factors.
+
+CI runs this file and ``test_direct.py`` once per ABI: with the system's CHOLMOD 3 and with
+Debian 13's CHOLMOD 5 named by ``SEGAPP_CHOLMOD`` (``.ci/run``, ``.ci/fetch-cholmod5``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from segapp.errors import SolverError
+from segapp.solve import cholmod
+
+REPO = Path(__file__).resolve().parents[2]
+needs_cholmod = pytest.mark.skipif(not cholmod.available(),
+                                   reason=f"CHOLMOD: {cholmod.unavailable_reason()}")
+
+
+def test_a_library_named_by_segapp_cholmod_is_the_one_used():
+    """A CI run against one ABI must not pass by falling back to another library or to the
+    iterative path."""
+    given = os.environ.get("SEGAPP_CHOLMOD")
+    if not given:
+        pytest.skip("SEGAPP_CHOLMOD is not set")
+    lib = cholmod.library()
+    assert lib is not None, cholmod.unavailable_reason()
+    if given in ("system", "pip"):
+        assert lib.source.startswith(given)
+    else:
+        assert lib.source == "SEGAPP_CHOLMOD" and str(Path(given)) in lib.path
+    want = os.environ.get("SEGAPP_EXPECT_CHOLMOD_MAJOR")
+    if want:
+        assert lib.version[0] == int(want), lib.describe()
+
+
+@needs_cholmod
+def test_the_library_says_what_it_is():
+    lib = cholmod.library()
+    assert lib.version[0] in cholmod.LAYOUTS
+    text = cholmod.describe()
+    assert text.startswith(f"CHOLMOD {lib.version[0]}.") and lib.source in text
+
+
+@needs_cholmod
+def test_the_other_major_versions_layout_is_refused_with_its_reason():
+    """CHOLMOD 3's common is 2664 bytes, CHOLMOD 5's 2680 (with ``chunk`` at 2664): each
+    library read with the other's layout fails a check instead of being used."""
+    lib = cholmod.library()
+    other = cholmod.LAYOUTS[5] if lib.layout.size == 2664 else cholmod.LAYOUTS[3]
+    used, reason = cholmod.check_library(lib.cdll, lib.path, layout=other)
+    assert used is None
+    assert f"refused with the {other.name} layout" in reason
+    assert ("chunk reads" in reason if other.size == 2680
+            else "cholmod_start wrote up to byte 2679, past the 2664" in reason)
+
+
+@needs_cholmod
+@pytest.mark.parametrize("key, value", [("grow0", 1.3), ("postorder", 7), ("metis_nswitch", 9)])
+def test_a_default_in_the_wrong_place_is_refused(key, value):
+    """A layout whose offsets are off reads something else than cholmod_start's defaults."""
+    lib = cholmod.library()
+    off, ctype = lib.layout.offsets[key]
+    wrong = cholmod.Layout("shifted", lib.layout.size, lib.layout.offsets,
+                           {**lib.layout.defaults, key: value})
+    used, reason = cholmod.check_library(lib.cdll, lib.path, layout=wrong)
+    assert used is None and f"cholmod_common.{key} reads" in reason
+    assert f"documented default is {value!r}" in reason
+
+
+class _FakeLibrary:
+    """Answers cholmod_version with a given version, nothing else."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def cholmod_version(self, out):
+        out[0], out[1], out[2] = self.version
+        return self.version[0] * 1000 + self.version[1]
+
+
+@pytest.mark.parametrize("version", [(2, 1, 0), (6, 0, 0), (9, 9, 9)])
+def test_an_unknown_major_version_is_refused_before_any_call(version):
+    used, reason = cholmod.check_library(_FakeLibrary(version), "/x/libcholmod.so.9")
+    assert used is None
+    assert f"is CHOLMOD {'.'.join(map(str, version))}, whose structures segapp does not " \
+           "know" in reason
+
+
+def test_a_library_without_cholmod_version_is_refused():
+    used, reason = cholmod.check_library(object(), "/x/libcholmod.so.1")
+    assert used is None and "has no cholmod_version" in reason
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    for key in [k for k, v in env.items() if v is None]:
+        full.pop(key, None)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"SEGAPP_CHOLMOD": "/nonexistent/libcholmod.so.5"}, "/nonexistent/libcholmod.so.5"),
+    ({"SEGAPP_NO_CHOLMOD": "1"}, "SEGAPP_NO_CHOLMOD is set")])
+def test_why_there_is_no_direct_solver_is_said(env, words):
+    proc = run_python("from segapp.solve import cholmod; print(cholmod.available()); "
+                      "print(cholmod.describe())", **env)
+    out = proc.stdout.splitlines()
+    assert proc.returncode == 0, proc.stderr
+    assert out[0] == "False" and out[1].startswith("no CHOLMOD: ") and words in out[1]
+
+
+def grid_lower(side: int) -> sp.csc_matrix:
+    path = sp.diags([-np.ones(side - 1), 2.0 * np.ones(side), -np.ones(side - 1)], [-1, 0, 1])
+    A = (sp.kronsum(path, path) + 1e-3 * sp.identity(side * side)).tocsc()
+    lower = sp.tril(A, format="csc")
+    lower.sort_indices()
+    return lower
+
+
+@needs_cholmod
+def test_a_factorization_does_not_hold_the_gil():
+    """Another Python thread keeps running while CHOLMOD factors (the app's window repaints).
+
+    The other thread counts 1 ms sleeps; if the factorization held the GIL it would stop for
+    the whole call. The longest pause must be a small part of the factorization's time.
+    """
+    from segapp.solve.ordering import grid_nested_dissection
+
+    side = 500
+    lower = grid_lower(side)
+    f = cholmod.Factor(lower.indptr, lower.indices, grid_nested_dissection((side, side), 1))
+    stop = threading.Event()
+    ticks: list[float] = []
+
+    def count() -> None:
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    th = threading.Thread(target=count)
+    th.start()
+    time.sleep(0.05)
+    t0 = time.perf_counter()
+    f.factorize(lower.data)
+    t1 = time.perf_counter()
+    stop.set()
+    th.join()
+    inside = [t for t in ticks if t0 <= t <= t1]
+    gaps = np.diff([t0] + inside + [t1])
+    assert t1 - t0 > 0.1, "the factorization is too fast to tell"
+    assert len(inside) > 10 and gaps.max() < 0.25 * (t1 - t0), (len(inside), gaps.max(),
+                                                                 t1 - t0)
+
+
+@needs_cholmod
+def test_a_factor_that_is_not_positive_definite_is_an_error():
+    lower = grid_lower(8)
+    f = cholmod.Factor(lower.indptr, lower.indices, np.arange(64))
+    data = lower.data.copy()
+    data[0] = -5.0
+    with pytest.raises(SolverError, match="not positive definite"):
+        f.factorize(data)
+
+
+@needs_cholmod
+def test_factors_of_one_library_serve_several_threads_at_once():
+    """Each factor has its own cholmod_common: copies factor and solve concurrently."""
+    lower = grid_lower(60)
+    n = lower.shape[0]
+    A = (lower + sp.tril(lower, -1).T).toarray()
+    base = cholmod.Factor(lower.indptr, lower.indices, np.arange(n))
+    b = np.arange(1.0, n + 1.0)
+    want = np.linalg.solve(A, b)
+    errors: list[float] = []
+
+    def work() -> None:
+        f = base.copy()
+        for _ in range(5):
+            f.factorize(lower.data)
+            errors.append(float(np.abs(f.solve(b) - want).max()))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(errors) == 20 and max(errors) < 1e-10 * np.abs(want).max()
+
+
+def test_library_objects_are_described_without_their_handle():
+    lib = cholmod.Library("/x/libcholmod.so.3", (3, 0, 14), cholmod.LAYOUTS[3], "system",
+                          ctypes.CDLL(None))
+    assert lib.describe() == "CHOLMOD 3.0.14 (system: /x/libcholmod.so.3)"
+    assert "cdll" not in repr(lib)
