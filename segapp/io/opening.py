@@ -8,10 +8,11 @@ the file and the reason; Pillow's own exception types never escape. Shared by
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import warnings
 from pathlib import Path
-from typing import Union
+from typing import BinaryIO, Union
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -54,6 +55,8 @@ def _as_path(path: object, what: str) -> Path:
     p = Path(path)
     if str(p) in ("", "."):
         raise InvalidInputError(f"{what} file name is empty")
+    if "\0" in str(p):       # the OS cannot take it (a ValueError, not an OSError)
+        raise InvalidInputError(f"{what} file name {str(p)!r} contains a NUL character")
     return p
 
 
@@ -73,6 +76,73 @@ def check_pixel_limit(pixel_limit: object) -> int | None:
 _PIL_LIMIT_LOCK = threading.Lock()
 
 
+def open_input(path: PathLike, what: str = "image") -> BinaryIO:
+    """``path`` opened for reading as a regular file; every failure an InvalidInputError.
+
+    The one place an input path meets the operating system: any :class:`OSError` (missing,
+    a directory, no permission, a name too long, a loop of links, ...) becomes an
+    :class:`~segapp.errors.InvalidInputError` naming the file and the reason. The file is
+    opened without blocking and checked through its descriptor: a FIFO would block until a
+    writer came and a device never ends, and checking the name first would leave a moment in
+    which the name could be replaced.
+    """
+    p = _as_path(path, f"the {what}")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(p, flags)
+    except IsADirectoryError:
+        raise InvalidInputError(f"{p}: is a directory, not an {what} file") from None
+    except FileNotFoundError:
+        raise InvalidInputError(f"{p}: no such file") from None
+    except OSError as exc:
+        if _special(p):       # a socket cannot be opened at all (ENXIO)
+            raise InvalidInputError(f"{p}: {what} is not a regular file (a FIFO, device or "
+                                    "socket would block or never end)") from None
+        raise InvalidInputError(f"{p}: cannot open {what}: {_describe(exc)}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InvalidInputError(f"{p}: is a directory, not an {what} file")
+        if not stat.S_ISREG(mode):
+            raise InvalidInputError(f"{p}: {what} is not a regular file (a FIFO, device or "
+                                    "socket would block or never end)")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException as exc:
+        os.close(fd)
+        if isinstance(exc, OSError):
+            raise InvalidInputError(f"{p}: cannot read {what}: {_describe(exc)}") from None
+        raise
+
+
+def _special(p: Path) -> bool:
+    """Whether ``p`` exists and is neither a regular file nor a directory."""
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def read_input_bytes(path: PathLike, limit: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (:func:`open_input`'s checks);
+    a larger file is an InvalidInputError before it is read."""
+    with open_input(path, what) as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise InvalidInputError(f"{Path(path)}: {what} is too large ({size} bytes, "
+                                        f"more than {limit})")
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise InvalidInputError(f"{Path(path)}: cannot read {what}: "
+                                    f"{_describe(exc)}") from None
+    if len(data) > limit:        # grew while read
+        raise InvalidInputError(f"{Path(path)}: {what} is too large (more than {limit} bytes)")
+    return data
+
+
 def _open_image(path: PathLike, what: str = "image",
                 pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> Image.Image:
     """Open, fully decode and EXIF-orient an image file; any failure -> InvalidInputError.
@@ -83,15 +153,9 @@ def _open_image(path: PathLike, what: str = "image",
     """
     p = _as_path(path, f"the {what}")
     limit = check_pixel_limit(pixel_limit)
-    if not p.exists():
-        raise InvalidInputError(f"{p}: no such file")
-    if p.is_dir():
-        raise InvalidInputError(f"{p}: is a directory, not an {what} file")
-    if not p.is_file():   # opening a FIFO blocks until a writer comes; a device never ends
-        raise InvalidInputError(f"{p}: {what} is not a regular file (a FIFO, device or "
-                                "socket would block or never end)")
+    fh = open_input(p, what)
     try:
-        with _PIL_LIMIT_LOCK, warnings.catch_warnings():
+        with fh, _PIL_LIMIT_LOCK, warnings.catch_warnings():
             # Pillow warns about odd but readable files (e.g. bad EXIF); those are not errors.
             # Its bomb warning (above the limit) is one: it stops the file here, undecoded.
             warnings.simplefilter("ignore")
@@ -99,7 +163,7 @@ def _open_image(path: PathLike, what: str = "image",
             saved = Image.MAX_IMAGE_PIXELS
             Image.MAX_IMAGE_PIXELS = limit
             try:
-                with Image.open(p) as img:
+                with Image.open(fh) as img:
                     _check_size(p, what, img.size, limit)
                     img.load()  # decode now so truncated data fails here, not later
                     oriented = _exif_transpose(img)
