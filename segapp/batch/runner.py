@@ -14,11 +14,11 @@ from typing import Any
 
 from ..errors import SegappError
 from ..io import DEFAULT_PIXEL_LIMIT, write_bytes_atomic
-from ..io.atomic import _reason
+from ..io.atomic import _reason, remove_stale_temporaries, resolve_output
 from .executors import Executor, SerialExecutor
 from .pairing import Pair, Pairing
 from .progress import Progress
-from .report import read_previous, write_report
+from .report import REPORT_NAMES, read_previous, write_report
 from .task import Task, failed_row, segment_pair
 
 __all__ = ["BatchResult", "run_batch", "output_paths", "MAX_EXIT_STATUS"]
@@ -129,6 +129,7 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     # Tasks carry absolute paths: a cluster worker's working folder is not ours.
     out = Path(out_dir).absolute()
     _prepare_out_dir(out, pairing)
+    remove_stale_temporaries(out)       # of earlier runs that were killed
     executor = executor or SerialExecutor()
     previous = read_previous(out)
     result = BatchResult(executor=executor.describe())
@@ -168,7 +169,7 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         result.seconds = time.perf_counter() - t0
         write_report(out, result.rows, {**result.summary(), "method": method,
                                         "options": _jsonable(options or {})})
-    _remove_stale_temporaries(out, result.rows)
+    remove_stale_temporaries(out)
     return result
 
 
@@ -212,6 +213,11 @@ def _prepare_out_dir(out: Path, pairing: Pairing) -> None:
     finally:
         with contextlib.suppress(OSError):
             probe.unlink()
+    for name in REPORT_NAMES:    # a FIFO or device there would take the report: fail now
+        try:
+            resolve_output(out / name)
+        except OSError as exc:
+            raise SegappError(f"cannot write the report: {exc}") from None
     inputs = {p.image.parent.resolve() for p in pairing.pairs + pairing.clashes}
     inputs |= {p.scribbles.parent.resolve() for p in pairing.pairs + pairing.clashes}
     if out.resolve() in inputs:
@@ -225,17 +231,6 @@ def _skipped_row(task: Task, before: Row | None) -> Row:
         row.update({k: v for k, v in before.items() if k in row})
     row.update(status="skipped", error="")
     return row
-
-
-def _remove_stale_temporaries(out: Path, rows: list[Row]) -> None:
-    """Delete ``.NAME.<random>.tmp`` files left next to our outputs by killed workers."""
-    names = {"report.csv", "report.json"}
-    for r in rows:
-        names |= {Path(str(r.get(k))).name for k in ("output", "overlay") if r.get(k)}
-    for tmp in out.glob(".*.tmp"):
-        if tmp.name[1:].rsplit(".", 2)[0] in names:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:

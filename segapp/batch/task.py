@@ -224,7 +224,9 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     row["labels"] = " ".join(str(i) for i in result.label_ids)
     if Path(task.output).parent != Path(""):
         Path(task.output).parent.mkdir(parents=True, exist_ok=True)
-    io.save_labels(task.output, result.labels.astype(np.uint8))
+    # One set: on a full disk the label map does not stay without its overlay (a rerun would
+    # take the image as done).
+    items = [(task.output, result.labels.astype(np.uint8))]
     if task.overlay:
-        rgb = render.to_rgb8(render.overlay(image, result.labels))
-        io.write_png_atomic(task.overlay, rgb)
+        items.append((task.overlay, render.to_rgb8(render.overlay(image, result.labels))))
+    io.write_pngs_atomic(items)
