@@ -19,12 +19,19 @@ exit  meaning
 4     the desktop app cannot start Qt (the message says what is missing)
 130   interrupted (Ctrl+C)
 ====  =========================================================
+
+Once every output is written the run has succeeded: if the summary cannot be printed
+afterwards (stdout is ``/dev/full`` or a pipe closed early), a one-line warning goes to stderr
+and the status stays 0. Every printed line is encodable: characters the terminal's encoding
+lacks (``PYTHONIOENCODING=ascii``; "×", "≥", file names that are not valid text) are written
+as backslash escapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 import time
@@ -117,6 +124,8 @@ def _segment(args: argparse.Namespace) -> int:
     outputs = [Path(args.output)] + ([Path(args.overlay)] if args.overlay else [])
     hdir = Path(args.heatmaps) if args.heatmaps else None
     _check_outputs(args, outputs, hdir)
+    for folder in {io.resolve_output(p).parent for p in outputs} | ({hdir} if hdir else set()):
+        io.remove_stale_temporaries(folder)      # left by earlier runs that were killed
 
     image = io.read_image(args.image, pixel_limit=limit)
     scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit)
@@ -145,25 +154,56 @@ def _segment(args: argparse.Namespace) -> int:
         raise
     if not args.quiet:
         H, W = result.labels.shape
-        print(f"read {len(ids)} labels from {args.scribbles} (ids "
-              f"{', '.join(map(str, ids.tolist()))}; {int(counts.sum())} painted pixels)")
+        lines = [f"read {len(ids)} labels from {args.scribbles} (ids "
+                 f"{', '.join(map(str, ids.tolist()))}; {int(counts.sum())} painted pixels)"]
         shares = ", ".join(f"{i}: {f:.1%}" for i, f in result.fractions().items())
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
-        print(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
-              f"with {result.method}; {stages}")
+        lines.append(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
+                     f"with {result.method}; {stages}")
         if result.diagnostics is not None:
-            print(f"  {result.diagnostics!r}")
+            lines.append(f"  {result.diagnostics!r}")
         moved = _regiven_strokes(result, ids, counts)
         if moved:
-            print(f"  painted pixels the {result.method} partition gave to other labels, kept "
-                  f"as painted: {moved}")
+            lines.append(f"  painted pixels the {result.method} partition gave to other "
+                         f"labels, kept as painted: {moved}")
         if result.unplaced_labels:
-            print(f"  labels {result.method} could not place (< 50% of their painted pixels): "
-                  f"{', '.join(map(str, result.unplaced_labels))}")
-        for p in written:
-            print(f"  wrote {p}")
-        print(f"  wall time {time.perf_counter() - t0:.2f}s")
+            lines.append(f"  labels {result.method} could not place (< 50% of their painted "
+                         f"pixels): {', '.join(map(str, result.unplaced_labels))}")
+        lines += [f"  wrote {p}" for p in written]
+        lines.append(f"  wall time {time.perf_counter() - t0:.2f}s")
+        print_after_success(lines, sys.stdout, "the outputs are written")
     return 0
+
+
+def print_after_success(lines: Sequence[str], stream: Any, done: str) -> None:
+    """Print ``lines`` once the work is done; a stream that cannot take them (``/dev/full``,
+    a closed pipe) does not undo the success: one warning on stderr, and the stream is
+    silenced so that the interpreter's last flush cannot fail either."""
+    try:
+        for line in lines:
+            print(line, file=stream)
+        stream.flush()
+    except OSError as exc:
+        _silence(stream)
+        if stream is not sys.stderr:
+            with contextlib.suppress(OSError):
+                print(f"segapp: warning: could not print the summary "
+                      f"({(exc.strerror or str(exc)).lower()}); {done}", file=sys.stderr,
+                      flush=True)
+
+
+def _silence(stream: Any) -> None:
+    """Point ``stream``'s descriptor at the null device (what it still buffers goes there)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+
+
+def _encodable(stream: Any) -> None:
+    """Characters ``stream``'s encoding lacks are written as backslash escapes."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        stream.reconfigure(errors="backslashreplace")
 
 
 def _regiven_strokes(result: Any, ids: Any, counts: Any) -> str:
@@ -216,6 +256,10 @@ def _methods(args: argparse.Namespace) -> int:
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         for r in rows:
             print("  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)) + "  " + r[4])
+        if cls.rules:
+            print("rules between options:")
+            for rule in cls.rules:
+                print(f"  {rule.text}")
         return 0
     names = available_methods()
     width = max(len(n) for n, _ in names)
@@ -228,6 +272,8 @@ def _methods(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``segapp`` script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _encodable(sys.stdout)
+    _encodable(sys.stderr)
     if argv and argv[0] == "batch":  # own exit statuses: the number of failed images
         from . import batch
         return batch.main(argv[1:])
@@ -236,9 +282,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"unknown command {argv[0]!r}: the app opens one PATH; commands are "
                          "'segment', 'batch' and 'methods' (see 'segapp --help')", EXIT_INPUT)
         path = argv[0] if argv else None
-        if path is not None and not Path(path).exists():
-            return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",
-                         EXIT_INPUT)
+        if path is not None:
+            try:
+                os.stat(path)
+            except FileNotFoundError:
+                return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",
+                             EXIT_INPUT)
+            except OSError as exc:       # a name too long, a loop of links, no permission
+                return _fail(f"{path}: {(exc.strerror or str(exc)).lower()}", EXIT_INPUT)
         from ..gui.app import run
         return run(path)
     try:

@@ -14,7 +14,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from ..errors import SegappError
 from ..io import DEFAULT_PIXEL_LIMIT
@@ -84,45 +84,38 @@ def configure(parser: argparse.ArgumentParser, method: str) -> argparse.Argument
     return parser
 
 
-def _strict(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Usage errors exit with :data:`EXIT_BATCH_ERROR`, not argparse's 2 (= two failures)."""
-    def error(message: str) -> NoReturn:
-        parser.print_usage(sys.stderr)
-        print(f"segapp batch: error: {message}", file=sys.stderr)
-        sys.exit(EXIT_BATCH_ERROR)
-
-    parser.error = error  # type: ignore[method-assign]
-    return parser
-
-
 def add_parser(subparsers: Any, method: str = "fastge") -> argparse.ArgumentParser:
     """Register ``batch`` under ``segapp``'s sub-commands (for ``segapp --help``)."""
     parser = subparsers.add_parser(
         "batch", help="segment a folder of images (process pool or Dask cluster)",
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    return _strict(configure(parser, method))
+    return configure(parser, method)
 
 
 def build_parser(method: str = "fastge") -> argparse.ArgumentParser:
-    """The parser of ``segapp batch`` with the flags of ``method`` (as ``segment``'s)."""
-    return _strict(configure(argparse.ArgumentParser(
+    """The parser of ``segapp batch`` with the flags of ``method`` (as ``segment``'s); a usage
+    error raises :class:`segapp.cli.UsageError` (one line, exit :data:`EXIT_BATCH_ERROR`)."""
+    from . import _Parser
+    return configure(_Parser(
         prog="segapp batch", description=DESCRIPTION, epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter), method))
+        formatter_class=argparse.RawDescriptionHelpFormatter), method)
 
 
 def main(argv: Sequence[str]) -> int:
     """``segapp batch ARGS``; returns the exit status (see the module docstring)."""
     from .. import methods
+    from . import UsageError
     from .flags import method_from_argv
     try:
         argv = list(argv)
         method = method_from_argv(argv)
         try:
             methods.get(method)  # an unknown --method fails before its flags are needed
-        except SegappError as exc:
+            args = build_parser(method).parse_args(argv)
+        except (SegappError, UsageError) as exc:
             return _fail(str(exc))
-        return run(build_parser(method).parse_args(argv))
+        return run(args)
     except KeyboardInterrupt:   # before or after the batch proper (start-up, shut-down)
         return _interrupted()
 
@@ -183,17 +176,18 @@ def _check_max_pixels(options: dict[str, Any]) -> None:
 
 
 def _print_summary(result: Any, out_dir: str) -> None:
+    from . import print_after_success
     s = result.summary()
     minutes, seconds = divmod(result.seconds, 60)
-    print(f"segapp batch: {s['ok']} segmented, {s['failed']} failed, {s['skipped']} skipped "
-          f"(outputs existed), {s['no_scribbles']} without scribbles in "
-          f"{int(minutes)}m{seconds:04.1f}s on {result.executor}; report: "
-          f"{out_dir}/report.csv", file=sys.stderr)
+    lines = [f"segapp batch: {s['ok']} segmented, {s['failed']} failed, {s['skipped']} "
+             f"skipped (outputs existed), {s['no_scribbles']} without scribbles in "
+             f"{int(minutes)}m{seconds:04.1f}s on {result.executor}; report: "
+             f"{out_dir}/report.csv"]
     failed = [r for r in result.rows if r["status"] == "failed"]
-    for r in failed[:10]:
-        print(f"  failed: {r['image']}: {short_error(r)}", file=sys.stderr)
+    lines += [f"  failed: {r['image']}: {short_error(r)}" for r in failed[:10]]
     if len(failed) > 10:
-        print(f"  ... and {len(failed) - 10} more (see the report)", file=sys.stderr)
+        lines.append(f"  ... and {len(failed) - 10} more (see the report)")
+    print_after_success(lines, sys.stderr, "the report is written")
 
 
 def _interrupted() -> int:
