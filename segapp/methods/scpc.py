@@ -280,6 +280,6 @@ class SCPC(FeatureMethod):
         labels, B = round_landmark_embedding(zhat, Y, strokes, sample=o["kmeans_sample"],
                                              rng=rng, cancel=cancel)
         timings["partition"] = time.perf_counter() - t
-        diag = LandmarkDiagnostics(code.p, k, code.sigma, strokes.kept(labels),
+        diag = LandmarkDiagnostics(code.p, k, code.feature_sigma, strokes.kept(labels),
                                    {"components": k, "propagated": propagated})
         return Answer(labels, B, sv, diag)
