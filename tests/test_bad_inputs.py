@@ -1197,3 +1197,100 @@ def test_a_batch_on_a_full_tmpfs_leaves_no_label_map_without_its_overlay(photos)
         assert proc.returncode in (0, 1, 2, 3, 101)
     finally:
         subprocess.run(["umount", str(out)], capture_output=True)
+
+
+# == issue 32 item 5: multi-page images are refused, or read page by page — never silently the
+# first page =====================================================================================
+def _pages(path: Path, fmt: str, n: int = 3, thumbnail: bool = False) -> list[np.ndarray]:
+    """An image file of ``n`` pages / frames, each IMG with its colours rolled (different
+    images of one size); returns the pages as uint8 arrays."""
+    base = np.round(IMG * 255).astype(np.uint8)
+    pages = [np.roll(base, i, axis=2) for i in range(n)]
+    frames = [Image.fromarray(a) for a in pages]
+    if thumbnail:        # a TIFF whose second IFD is a reduced-resolution preview, not a page
+        _tiff_with_thumbnail(path, frames[0], frames[1].resize((20, 15)))
+        return pages[:1]
+    kwargs: dict = {"lossless": True} if fmt == "WEBP" else {}
+    frames[0].save(path, format=fmt, save_all=True, append_images=frames[1:], **kwargs)
+    return pages
+
+
+def _tiff_with_thumbnail(path: Path, image: Image.Image, thumb: Image.Image) -> None:
+    """A TIFF of ``image`` and, in its second IFD, ``thumb`` tagged NewSubfileType = 1
+    (reduced resolution), as scanners and cameras write them."""
+    from PIL import TiffImagePlugin
+    reduced = TiffImagePlugin.ImageFileDirectory_v2()
+    reduced[254] = 1
+    import io as _io
+    buf = _io.BytesIO()
+    with TiffImagePlugin.AppendingTiffWriter(buf, new=True) as tf:
+        for frame, info in ((image, None), (thumb, reduced)):
+            frame.save(tf, format="TIFF", **({"tiffinfo": info} if info else {}))
+            tf.newFrame()
+    path.write_bytes(buf.getvalue())
+
+
+MULTIPAGE = [("multi-page TIFF", "TIFF", ".tif", "pages"), ("animated GIF", "GIF", ".gif", "frames"),
+             ("animated PNG", "PNG", ".png", "frames"), ("animated WebP", "WEBP", ".webp", "frames")]
+
+
+@pytest.mark.parametrize("fmt, suffix, word", [c[1:] for c in MULTIPAGE],
+                         ids=[c[0] for c in MULTIPAGE])
+def test_a_multi_page_image_is_refused_in_one_line_or_read_page_by_page(tmp_path, fmt, suffix,
+                                                                         word):
+    """Issue 32: a multi-page TIFF was cut to its first page, exit 0 and no word."""
+    path = tmp_path / f"pages{suffix}"
+    pages = _pages(path, fmt)
+    with pytest.raises(io.MultiPageError) as info:
+        io.read_image(path)
+    assert info.value.pages == 3 and f"3 {word}" in str(info.value)
+    assert "\n" not in str(info.value) and isinstance(info.value, InvalidInputError)
+    for i, want in enumerate(pages, start=1):
+        got = io.read_image(path, page=i)
+        if fmt != "GIF":                     # GIF quantises to a palette
+            np.testing.assert_array_equal(np.round(got * 255).astype(np.uint8), want)
+        else:
+            assert np.abs(got * 255 - want).mean() < 12
+    assert "page 4 asked" in _one_line_invalid(lambda: io.read_image(path, page=4))
+    for bad in (0, -1, 1.5, True):
+        assert "page must be" in _one_line_invalid(lambda: io.read_image(path, page=bad))
+    with pytest.raises(io.MultiPageError):
+        io.read_scribbles(path)
+
+
+def test_a_camera_jpegs_previews_and_a_tiffs_thumbnail_are_not_pages(tmp_path):
+    path = tmp_path / "thumb.tif"
+    first = _pages(path, "TIFF", thumbnail=True)[0]
+    with Image.open(path) as im:
+        assert im.n_frames == 2
+    np.testing.assert_array_equal(np.round(io.read_image(path) * 255).astype(np.uint8), first)
+
+
+def test_the_command_line_refuses_a_multi_page_image_and_reads_the_page_asked(files, capsys):
+    path = files / "pages.tif"
+    pages = _pages(path, "TIFF")
+    assert main(_seg(files, image="pages.tif")) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("segapp: error: ") and err.count("\n") == 1 and "3 pages" in err
+    assert main(_seg(files, "--page", 2, image="pages.tif")) == 0
+    want = segapp.segment(pages[1], io.read_scribbles(files / "s.png")).labels
+    np.testing.assert_array_equal(np.asarray(Image.open(files / "out.png")), want)
+    assert main(_seg(files, "--page", 0, image="pages.tif")) == EXIT_INPUT
+    assert "--page must be" in capsys.readouterr().err
+
+
+def test_a_batch_fails_a_multi_page_image_with_the_reason_and_reads_the_page_asked(tmp_path):
+    from segapp.batch import find_pairs, run_batch
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    _pages(photos / "a.tif", "TIFF")
+    Image.fromarray(np.round(IMG * 255).astype(np.uint8)).save(photos / "b.png")
+    for stem in ("a", "b"):
+        Image.fromarray(S.astype(np.uint8)).save(photos / f"{stem}_scribbles.png")
+    result = run_batch(find_pairs(photos), tmp_path / "out", progress=False)
+    rows = {Path(r["image"]).name: r for r in result.rows}
+    assert rows["a.tif"]["status"] == "failed" and "3 pages" in rows["a.tif"]["error"]
+    assert rows["b.png"]["status"] == "ok"
+    again = run_batch(find_pairs(photos), tmp_path / "out2", progress=False, page=2)
+    assert {r["status"] for r in again.rows} == {"ok", "failed"}   # b.png has no page 2
+    assert (tmp_path / "out2" / "a.png").is_file()

@@ -82,7 +82,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
               overwrite: bool = False, executor: Executor | None = None,
               progress: bool = True, on_result: Callable[[Row], None] | None = None,
               report_every: float = 30.0,
-              pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> BatchResult:
+              pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
+              page: int | None = None) -> BatchResult:
     """Segment every pair of ``pairing`` into ``out_dir``; write ``report.csv``/``.json``.
 
     Parameters
@@ -110,6 +111,9 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     pixel_limit : int or None
         Image and scribble files declaring more pixels fail (checked before decoding, so a
         huge file cannot exhaust a worker's memory); None = no limit.
+    page : int or None
+        Page of multi-page images (and scribble files) to segment; without it such an image
+        fails (:class:`segapp.io.MultiPageError`).
 
     Returns
     -------
@@ -140,7 +144,7 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         task = Task(image=str(pair.image.absolute()),
                     scribbles=str(pair.scribbles.absolute()), output=str(labels_path),
                     overlay=str(overlay_path) if overlay_path else None, method=method,
-                    options=dict(options or {}), pixel_limit=pixel_limit)
+                    options=dict(options or {}), pixel_limit=pixel_limit, page=page)
         if pair.image in clashes:   # refused before the batch starts: neither is written
             result.rows.append(failed_row(task, clashes[pair.image]))
         elif not overwrite and all(p.is_file() for p in (labels_path, overlay_path) if p):

@@ -55,6 +55,8 @@ class Task:
         Method options plus ``max_pixels`` (as for :func:`segapp.segment`).
     pixel_limit : int or None
         Files declaring more pixels are refused before decoding (as ``segment --pixel-limit``).
+    page : int or None
+        Page of a multi-page image (and scribble file), as ``segment --page``.
     """
 
     image: str
@@ -64,6 +66,7 @@ class Task:
     method: str = "fastge"
     options: dict[str, Any] = field(default_factory=dict)
     pixel_limit: int | None = DEFAULT_PIXEL_LIMIT
+    page: int | None = None
 
 
 def _row(task: Task) -> dict[str, Any]:
@@ -211,8 +214,9 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     for out in outputs:     # a device, FIFO or folder in the way fails now, not after the solve
         if Path(out).exists():
             io.check_writable(out)
-    image = io.read_image(task.image, pixel_limit=task.pixel_limit)
-    scribbles = io.read_scribbles(task.scribbles, image.shape[:2], pixel_limit=task.pixel_limit)
+    image = io.read_image(task.image, pixel_limit=task.pixel_limit, page=task.page)
+    scribbles = io.scribbles_for_page(task.scribbles, image.shape[:2], task.page,
+                                      pixel_limit=task.pixel_limit)
     row["height"], row["width"] = image.shape[:2]
     options = dict(task.options)
     session = Session(image, method=task.method, **options)

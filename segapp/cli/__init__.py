@@ -91,6 +91,10 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
                      metavar="N",
                      help="refuse image and scribble files of more pixels, before decoding "
                           f"them (default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
+    seg.add_argument("--page", type=int, default=None, metavar="N",
+                     help="page N (1 = the first) of a multi-page IMAGE (TIFF) or frame N of "
+                          "an animated one (GIF, PNG, WebP), and of SCRIBBLES if it has pages "
+                          "too; without it such files are refused")
     seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
                      help="fail instead of replacing existing output files (default: replace)")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
@@ -120,6 +124,8 @@ def _segment(args: argparse.Namespace) -> int:
     limit = None if args.pixel_limit == 0 else args.pixel_limit
     if limit is not None and limit < 0:
         raise InvalidInputError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {limit}")
+    if args.page is not None and args.page < 1:
+        raise InvalidInputError(f"--page must be ≥ 1 (1 = the first page), got {args.page}")
     # Every output location is checked before any file is read or solved for.
     outputs = [Path(args.output)] + ([Path(args.overlay)] if args.overlay else [])
     hdir = Path(args.heatmaps) if args.heatmaps else None
@@ -127,8 +133,9 @@ def _segment(args: argparse.Namespace) -> int:
     for folder in {io.resolve_output(p).parent for p in outputs} | ({hdir} if hdir else set()):
         io.remove_stale_temporaries(folder)      # left by earlier runs that were killed
 
-    image = io.read_image(args.image, pixel_limit=limit)
-    scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit)
+    image = io.read_image(args.image, pixel_limit=limit, page=args.page)
+    scribbles = io.scribbles_for_page(args.scribbles, image.shape[:2], args.page,
+                                      pixel_limit=limit)
     ids, counts = np.unique(scribbles[scribbles > 0], return_counts=True)
 
     result = segment(image, scribbles, method=args.method, **options)

@@ -78,6 +78,10 @@ def configure(parser: argparse.ArgumentParser, method: str) -> argparse.Argument
                         default=DEFAULT_PIXEL_LIMIT, metavar="N",
                         help="images or scribbles of more pixels fail, before decoding "
                              f"(default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
+    parser.add_argument("--page", type=int, default=None, metavar="N",
+                        help="page N (1 = the first) of multi-page images (TIFF) or frame N "
+                             "of animated ones (GIF, PNG, WebP), and of multi-page scribble "
+                             "files; without it such an image fails, with the reason")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress bar and no summary")
     add_method_arguments(parser, method)
@@ -137,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         _check_max_pixels(options)
         if args.pixel_limit < 0:
             raise SegappError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {args.pixel_limit}")
+        if args.page is not None and args.page < 1:
+            raise SegappError(f"--page must be ≥ 1 (1 = the first page), got {args.page}")
         n = len(pairing.pairs)
         workers = args.workers if args.workers is not None else max(1, min(usable_cpus(), n))
         if args.scheduler is not None:
@@ -153,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             result = run_batch(pairing, args.output, method=args.method, options=options,
                                overlay=args.overlay, overwrite=args.overwrite,
                                executor=executor, progress=not args.quiet,
-                               pixel_limit=args.pixel_limit or None)
+                               pixel_limit=args.pixel_limit or None, page=args.page)
     except SegappError as exc:
         return _fail(str(exc))
     except OSError as exc:      # the report could not be written (e.g. the disk filled up)

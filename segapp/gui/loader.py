@@ -80,7 +80,13 @@ def load_image(path: Path, step: Step, *, scribbles: np.ndarray | None = None,
     have the image's size (else InvalidInputError).
     """
     step(0, 3, f"Reading {path.name}")
-    return _prepare(path, io.read_image(path), step, scribbles, labels)
+    try:
+        image = io.read_image(path)
+    except io.MultiPageError as exc:   # the app's words: it has no --page
+        raise InvalidInputError(f"{path.name} holds {exc.pages} pages or frames (a multi-page "
+                                "TIFF or an animation); the app opens single images: save the "
+                                "page you want as its own file") from None
+    return _prepare(path, image, step, scribbles, labels)
 
 
 def load_session(path: Path, step: Step) -> tuple[SessionData, Loaded]:

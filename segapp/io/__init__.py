@@ -15,15 +15,17 @@ from .atomic import (OutputClashError, check_distinct, check_writable, remove_st
                      resolve_output, same_file, save_labels, write_bytes_atomic,
                      write_files_atomic, write_png_atomic, write_pngs_atomic, write_text_atomic)
 from .images import read_image
-from .opening import DEFAULT_PIXEL_LIMIT, check_pixel_limit
-from .scribbles import MAX_LABEL, read_scribbles
+from .opening import DEFAULT_PIXEL_LIMIT, MultiPageError, check_pixel_limit
+from .scribbles import MAX_LABEL, read_scribbles, scribbles_for_page
 
 __all__ = [
     "MAX_LABEL",
     "DEFAULT_PIXEL_LIMIT",
     "check_pixel_limit",
+    "MultiPageError",
     "read_image",
     "read_scribbles",
+    "scribbles_for_page",
     "write_png_atomic",
     "write_pngs_atomic",
     "write_bytes_atomic",

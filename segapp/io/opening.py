@@ -143,16 +143,78 @@ def read_input_bytes(path: PathLike, limit: int, what: str = "file") -> bytes:
     return data
 
 
+class MultiPageError(InvalidInputError):
+    """An image file holds several pages (a multi-page TIFF) or frames (an animated GIF, PNG
+    or WebP) and no page was chosen: segapp segments one image, never silently the first.
+
+    ``pages`` is how many there are (``page=1..pages`` chooses one).
+    """
+
+    def __init__(self, message: str, pages: int) -> None:
+        super().__init__(message)
+        self.pages = pages
+
+
+def check_page(page: object) -> int | None:
+    """``page`` validated: a positive integer (1 = the first), or None."""
+    if page is None:
+        return None
+    if isinstance(page, (bool, np.bool_)) or not isinstance(page, (int, np.integer)) or page < 1:
+        raise InvalidInputError(f"page must be a positive integer (1 = the first) or None, got "
+                                f"{page!r}")
+    return int(page)
+
+
+def _pages(img: Image.Image) -> list[int]:
+    """The frame indices of ``img``'s pages.
+
+    Not pages: an MPO's (a camera JPEG's) later frames, which are its previews and depth maps
+    (the first is the photo, by the format's definition), and a TIFF's reduced-resolution
+    subfiles (thumbnails: NewSubfileType bit 0).
+    """
+    n = int(getattr(img, "n_frames", 1) or 1)
+    if n == 1 or img.format == "MPO":
+        return [0]
+    if img.format != "TIFF":
+        return list(range(n))
+    full = []
+    for i in range(n):
+        img.seek(i)
+        if not int(img.tag_v2.get(254, 0)) & 1:
+            full.append(i)
+    img.seek(0)
+    return full or [0]
+
+
+def _choose_page(p: Path, what: str, img: Image.Image, page: int | None) -> None:
+    """Seek ``img`` to the chosen page, or refuse (MultiPageError / a page out of range)."""
+    pages = _pages(img)
+    if page is None and len(pages) > 1:
+        kind = "frames (an animation)" if img.format in ("GIF", "PNG", "WEBP") else "pages"
+        raise MultiPageError(f"{p}: {what} holds {len(pages)} {kind}; segapp segments one: "
+                             f"choose it with page=N (1..{len(pages)}), --page N on the "
+                             "command line", len(pages))
+    if page is not None and page > len(pages):
+        raise InvalidInputError(f"{p}: page {page} asked, but the {what} has "
+                                f"{len(pages)} page{'s' if len(pages) > 1 else ''}")
+    if page is not None and pages[page - 1] != 0:
+        img.seek(pages[page - 1])
+
+
 def _open_image(path: PathLike, what: str = "image",
-                pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> Image.Image:
-    """Open, fully decode and EXIF-orient an image file; any failure -> InvalidInputError.
+                pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
+                page: int | None = None) -> Image.Image:
+    """Open, fully decode and EXIF-orient an image file (its ``page``, 1-based, if it has
+    several); any failure -> InvalidInputError.
 
     Files declaring more than ``pixel_limit`` pixels are refused before they are decoded
     (Pillow's own decompression-bomb check, set to ``pixel_limit``, raises on every path
-    that reads a size).
+    that reads a size). A file of several pages or frames without ``page`` is a
+    :class:`MultiPageError`.
     """
     p = _as_path(path, f"the {what}")
     limit = check_pixel_limit(pixel_limit)
+    page = check_page(page)
     fh = open_input(p, what)
     try:
         with fh, _PIL_LIMIT_LOCK, warnings.catch_warnings():
@@ -164,6 +226,8 @@ def _open_image(path: PathLike, what: str = "image",
             Image.MAX_IMAGE_PIXELS = limit
             try:
                 with Image.open(fh) as img:
+                    _check_size(p, what, img.size, limit)
+                    _choose_page(p, what, img, page)
                     _check_size(p, what, img.size, limit)
                     img.load()  # decode now so truncated data fails here, not later
                     oriented = _exif_transpose(img)

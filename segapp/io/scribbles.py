@@ -56,8 +56,22 @@ _MAX_UNEXPLAINED = 0.3
 _LOSSY_FORMATS = frozenset({"JPEG", "MPO"})
 
 
+def scribbles_for_page(path: PathLike, shape: tuple[int, ...] | None, page: int | None, *,
+                       pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> np.ndarray:
+    """The scribbles for page ``page`` of an image: that page of a scribble file with pages,
+    a single-page file as it is (``segment --page``, ``batch --page``)."""
+    from .opening import MultiPageError
+    try:
+        return read_scribbles(path, shape, pixel_limit=pixel_limit)
+    except MultiPageError:
+        if page is None:
+            raise
+        return read_scribbles(path, shape, pixel_limit=pixel_limit, page=page)
+
+
 def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
-                   pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> np.ndarray:
+                   pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
+                   page: int | None = None) -> np.ndarray:
     """Read a scribble file as an int32 label map (0 = unlabelled, 1..9 = label ids).
 
     Parameters
@@ -68,6 +82,8 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
         Expected image shape ``(H, W)`` or ``(H, W, C)``; only ``H, W`` are compared.
     pixel_limit : int or None
         As for :func:`read_image`.
+    page : int or None
+        As for :func:`read_image`: a file of several pages or frames needs it.
 
     Returns
     -------
@@ -119,7 +135,7 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
     """
     want = None if shape is None else _check_shape(shape)
     p = _as_path(path, "the scribble file")
-    img = _open_image(p, what="scribble", pixel_limit=pixel_limit)
+    img = _open_image(p, what="scribble", pixel_limit=pixel_limit, page=page)
     try:
         labels = _scribble_labels(img)
     except InvalidInputError as exc:
