@@ -110,6 +110,9 @@ class MainWindow(QMainWindow):
         self.cancel_load_button = self.status.cancel_load_button
         self.display.status.connect(self.time_label.setText)
         self.worker.busy.connect(self.status.busy)
+        self.display.progress.connect(self.status.solve_progress)
+        self.cancel_solve_button = self.status.cancel_solve_button
+        self.cancel_solve_button.clicked.connect(self.display.cancel_solve)
 
         self.actions_by_name: dict[str, QAction] = {}
         self._build_actions()

@@ -357,6 +357,7 @@ class CCSKL(GraphMethod):
                    else [u * u for u in strokes.weights])
         if self.spectrum is None:
             t = time.perf_counter()
+            cancel.progress(f"the {m} smoothest eigenvectors (once per image)")
             self.spectrum = smoothest_eigenvectors(
                 g, m, seed=o["seed"], amg_theta=o["amg_theta"], maxiter=o["maxiter"],
                 eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel)
@@ -374,6 +375,7 @@ class CCSKL(GraphMethod):
         for extended, stroke_weight in stages:
             if extended and F is self.spectrum.F:
                 t = time.perf_counter()
+                cancel.progress("the strokes' potentials")
                 Y = stroke_potentials(g, sets, theta=o["amg_theta"], maxiter=o["maxiter"],
                                       cancel=cancel, solver=self._solver(g))
                 F, _ = must_link_basis(g, self.spectrum.F, Y, sets)

@@ -123,13 +123,14 @@ class ClusterEnsemble(FeatureMethod):
         lut[ids] = np.arange(k)
         codes = np.empty((n, len(self.bases)), np.uint8)
         for i, m in enumerate(self.bases):
-            cancel.check()
+            cancel.progress("base partitions", i, len(self.bases))
             # this update's solve options reach every base partition
             res = m.answer(strokes, cancel, self._base_settings(o, i))
             codes[:, i] = lut[res.labels.ravel()]
         timings["base_partitions"] = time.perf_counter() - t
 
         t = time.perf_counter()
+        cancel.progress("consensus")
         labels, votes, obj, distinct = self._consensus(codes, strokes, cancel)
         timings["consensus"] = time.perf_counter() - t
         b0 = self.bases[0]

@@ -195,12 +195,14 @@ class LandmarkMethod(FeatureMethod):
         rng = np.random.default_rng([o["seed"], seed_offset])
         if self._landmarks is None:
             t = time.perf_counter()
+            cancel.progress("choosing landmarks")
             self._landmarks = select_landmarks(
                 self.features, o["n_landmarks"], method=o["landmark_selection"],
                 sample=o["landmark_sample"], rng=rng, cancel=cancel)
             timings["landmarks"] = time.perf_counter() - t
         if self._base is None:
             t = time.perf_counter()
+            cancel.progress("coding the pixels on the landmarks")
             base = sparse_code(self.features, self._landmarks,
                                min(o["n_nearest"], self._landmarks.shape[0]),
                                sigma=o["sigma"], sigma_rule=o["sigma_rule"],
@@ -220,6 +222,7 @@ class LandmarkMethod(FeatureMethod):
         if key == self._basis_key and self.basis is not None:
             return
         t = time.perf_counter()
+        cancel.progress("adding painted pixels to the landmarks")
         if self._recoding is not None:
             self._recoding.undo(self._base)
             self._recoding = None
@@ -245,6 +248,7 @@ class LandmarkMethod(FeatureMethod):
                 "number of landmarks (raise n_landmarks)")
         timings.update(setup)
         self._with_strokes(strokes, timings, cancel)
+        cancel.progress("solving the landmark eigenproblem")
         labels, vectors, lam, extra = self._embed(strokes, timings, cancel)
         diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.feature_sigma,
                                    strokes.kept(labels), extra)
