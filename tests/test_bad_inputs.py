@@ -830,6 +830,9 @@ AUDIT_ERRORS = [
        segapp.errors.SolverError, "non-finite")
       for name, g in (("path graph", _GRID), ("random graph", _RANDOM))
       for scale in (1e-300, 1e-200)],
+    *[(5, f"ncut random graph x {scale:g}: eigenvectors below float32",
+       lambda d, scale=scale: segapp.cluster(_LAB, graph=_RANDOM * scale, method="ncut"),
+       segapp.errors.SolverError, "too small to keep") for scale in (1e150, 1e300)],
     (5, "fastge random graph x 1e-300",
      lambda d: segapp.cluster(_LAB, graph=_RANDOM * 1e-300, method="fastge"),
      segapp.errors.SolverError, ""),

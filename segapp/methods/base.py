@@ -214,14 +214,20 @@ class Method(ABC):
     def _result(self, strokes: Strokes, answer: Answer,
                 timings: dict[str, float]) -> Segmentation:
         """Stroke agreement (before the clamp), painted pixels clamped, the Segmentation."""
-        with np.errstate(over="ignore", invalid="ignore"):     # checked just below
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # checked below
             embedding = answer.embedding.reshape(*self.shape, -1).astype(np.float32, copy=False)
+        # A graph whose weights are near the floating-point limits has D-normalised
+        # eigenvectors beyond float32's range: ncut on W × 1e-300 returned them non-finite,
+        # silently (issue 30); on W × 1e150 they underflowed to zeros.
+        flat, wide = embedding.reshape(-1, embedding.shape[-1]), answer.embedding
         if not (np.all(np.isfinite(embedding)) and np.all(np.isfinite(answer.eigenvalues))):
-            # e.g. a graph whose weights are near the floating-point limits: its D-normalised
-            # eigenvectors overflow (ncut on W × 1e-300 returned them silently, issue 30)
             raise SolverError(f"{self.name}: the eigenvectors have non-finite values (a graph "
                               "or features near the limits of floating point? rescale them)",
                               answer.diagnostics)
+        if np.any(~flat.any(axis=0) & wide.reshape(flat.shape).any(axis=0)):
+            raise SolverError(f"{self.name}: the eigenvectors are too small to keep (a graph "
+                              "whose weights are near the limits of floating point? rescale "
+                              "it)", answer.diagnostics)
         agreement = answer.agreement
         if agreement is None:
             agreement = stroke_agreement(strokes.codes(answer.labels), strokes.sets)
