@@ -11,6 +11,11 @@ The public entries (:meth:`segapp.Session.update`, :meth:`segapp.Session.prepare
 :meth:`segapp.Session.wait_prepared`, each method's ``update``, and the public k-means
 functions of :mod:`segapp.partition.kmeans`, which :func:`segapp.cluster` and scripts call)
 make the token once; everything below them takes and polls a :class:`CancelToken`.
+
+Progress rides on the same token: a caller that wants to show it makes the token itself,
+``CancelToken(event.is_set, progress=show)``, and the long stages of a method call
+:meth:`CancelToken.progress` with what they do and, where known, how far they are
+(``show("base partitions", 3, 8)``); a token without a ``progress`` ignores them.
 """
 
 from __future__ import annotations
@@ -30,12 +35,25 @@ class CancelToken:
     ----------
     requested : callable, optional
         Returns True once the computation should stop; None never cancels.
+    progress : callable, optional
+        ``progress(what, done, total)``: told where a long computation is (module notes).
     """
 
-    __slots__ = ("_requested",)
+    __slots__ = ("_requested", "_progress")
 
-    def __init__(self, requested: Callable[[], bool] | None = None) -> None:
+    def __init__(self, requested: Callable[[], bool] | None = None,
+                 progress: Callable[[str, float | None, float | None], None] | None = None
+                 ) -> None:
         self._requested = requested
+        self._progress = progress
+
+    def progress(self, what: str, done: float | None = None,
+                 total: float | None = None) -> None:
+        """Report the stage a computation is in (and how far, where known), then
+        :meth:`check`: every report is also a point where it can stop."""
+        if self._progress is not None:
+            self._progress(what, done, total)
+        self.check()
 
     @classmethod
     def of(cls, cancel: CancelLike) -> "CancelToken":

@@ -31,13 +31,23 @@ not an integer, a string is not a number, an integral float (``2.0``) is not an 
 must be finite. Ranges are inclusive and bound every option that drives time or memory (graph
 radius, iteration caps, restarts, landmark counts), so that no accepted value can hang the
 program; the bounds are part of the help text.
+
+Rules between options
+---------------------
+What one option's range cannot say — a condition between two options, or between an option
+and the data (k, the number of labels; n, the number of pixels or points) — is a :class:`Rule`,
+declared once here in :data:`RULES`. A rule applies to every method that declares all the
+options it names (:func:`rules_for`). It is checked where what it needs is known: between
+options when the settings are made (:meth:`Settings.resolve`'s callers, before any work), on n
+when the method is built, on k when the strokes are read. ``--help``, ``segapp methods`` and
+``docs/options.md`` print the same text the refusal gives.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -326,6 +336,83 @@ WORKING_PIXELS = replace(MAX_PIXELS, choices=None, low=4, none_ok=True,
                          refusal="max_pixels must be an integer ≥ 4 or None, got {value!r}")
 
 
+#: Largest ``n_partitions × n_landmarks`` of the cluster ensemble: its base partitions run one
+#: after another, each a landmark FAST-GE whose cost grows as p³. At 0.25 MP: 16 × 1000 took
+#: 20 CPU-s, 8 × 2000 50 CPU-s; 64 × 1000 (the old high) ran over 150 s on the loaded 2-core
+#: machine (issue 23).
+MAX_LANDMARK_RUNS = 16_000
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A condition between options, or between options and the data (module notes).
+
+    Attributes
+    ----------
+    names : tuple of str
+        The options it involves; it applies to every method that declares all of them.
+    text : str
+        The rule as a person reads it, starting with the first option's name; the refusal,
+        ``--help``, ``segapp methods`` and ``docs/options.md`` all print it.
+    holds : callable
+        ``holds(values, k, n)``: whether the values (a mapping by option name) satisfy it, k
+        the number of labels and n the number of pixels or points (None while unknown).
+    needs : str
+        What besides the options it needs: ``""``, ``"k"`` or ``"n"``; it is checked once
+        that is known.
+    """
+
+    names: tuple[str, ...]
+    text: str
+    holds: Callable[[Mapping[str, Any], int | None, int | None], bool]
+    needs: Literal["", "k", "n"] = ""
+
+    def check(self, values: Mapping[str, Any], k: int | None = None,
+              n: int | None = None) -> None:
+        """Raise InvalidInputError (the rule's text and the values met) if it is broken."""
+        if (self.needs == "k" and k is None) or (self.needs == "n" and n is None):
+            return
+        if self.holds(values, k, n):
+            return
+        got = [f"{name}={values[name]!r}" for name in self.names]
+        got += [f"k={k}"] if self.needs == "k" else [f"n={n}"] if self.needs == "n" else []
+        raise InvalidInputError(f"{self.text}; got {', '.join(got)}")
+
+
+#: Every rule between options (module notes): the place they are declared.
+RULES: tuple[Rule, ...] = (
+    Rule(("n_vectors",), "n_vectors must be k − 1 or k, k the number of labels (fewer cannot "
+         "separate k labels, more bring in the bulk of the spectrum)",
+         lambda v, k, n: v["n_vectors"] is None or k - 1 <= v["n_vectors"] <= k, "k"),
+    Rule(("n_landmarks",), "n_landmarks must be at least k, the number of labels",
+         lambda v, k, n: v["n_landmarks"] >= k, "k"),
+    Rule(("n_eigenvectors",), "n_eigenvectors must be at least k, the number of labels",
+         lambda v, k, n: v["n_eigenvectors"] >= k, "k"),
+    Rule(("n_eigenvectors",), "n_eigenvectors must be at most n, the number of pixels of the "
+         "image the method works on (or of graph vertices): lower it for tiny images",
+         lambda v, k, n: v["n_eigenvectors"] <= n, "n"),
+    Rule(("projection_dim", "projection_nnz"), "projection_dim must be at least projection_nnz "
+         "(each column of the projection has projection_nnz non-zeros in distinct rows)",
+         lambda v, k, n: v["projection_dim"] is None or v["projection_dim"] >= v["projection_nnz"]),
+    Rule(("n_partitions", "n_landmarks"), f"n_partitions × n_landmarks must be at most "
+         f"{MAX_LANDMARK_RUNS} (the base partitions' work)",
+         lambda v, k, n: v["n_partitions"] * v["n_landmarks"] <= MAX_LANDMARK_RUNS),
+)
+
+
+def rules_for(options: Iterable[Option]) -> tuple[Rule, ...]:
+    """The rules that apply to a method declaring ``options``."""
+    names = {o.name for o in options}
+    return tuple(r for r in RULES if names.issuperset(r.names))
+
+
+def check_rules(rules: Iterable[Rule], values: Mapping[str, Any], k: int | None = None,
+                n: int | None = None) -> None:
+    """Every rule whose needs are met (:meth:`Rule.check`)."""
+    for rule in rules:
+        rule.check(values, k, n)
+
+
 def _unknown(options: Sequence[Option], values: Mapping[str, Any], owner: str) -> None:
     known = by_name(options)
     unknown = sorted(set(values) - set(known))
@@ -452,4 +539,20 @@ def markdown(methods: Sequence[tuple[str, str, Sequence[Option]]]) -> str:
                      o.range_text(), o.stage, meaning]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         out.append("")
+        rules = rules_for(options)
+        if rules:
+            out += ["Rules between options:", ""]
+            out += [f"- {r.text} (checked {_WHEN[r.needs]})" for r in rules]
+            out.append("")
     return "\n".join(out)
+
+
+#: When a rule is checked, by what it needs.
+_WHEN = {"": "before any work", "n": "when the image is known",
+         "k": "when the strokes are read"}
+
+
+def rules_text(options: Iterable[Option]) -> str:
+    """The rules of a method as one paragraph (``--help``), or ""."""
+    rules = rules_for(options)
+    return ("rules: " + "; ".join(r.text for r in rules) + ".") if rules else ""

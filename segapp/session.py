@@ -273,6 +273,12 @@ class Session:
             th.join(0.02)
         self._preparing = None
 
+    def stop_background(self) -> None:
+        """Cancel the background work now running (the next :meth:`update` starts its own):
+        the live engine does this to a Session it sets aside when the method changes."""
+        if self._prepare_stop is not None:
+            self._prepare_stop.set()
+
     def close(self, timeout: float | None = 0.0) -> None:
         """Stop the background work (cancelled between its steps; a factorization already
         inside CHOLMOD runs to its end) and refuse further updates. ``timeout``: seconds to

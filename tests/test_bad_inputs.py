@@ -737,3 +737,563 @@ def test_command_line_in_a_subprocess(files, argv, status):
     assert proc.returncode == status
     assert proc.stderr.startswith("segapp: error: ") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
+
+
+# == issue 30: the audit's findings, each with its neighbours ===================================
+# In the audit `img.png` is a 64×48 RGB image and `s2.png` a label-id PNG with labels 1 and 2.
+def _two_tone(seed: int = 1) -> np.ndarray:
+    """A 64×48 image of two flat halves with a little noise (the ensemble's worst case: one
+    base partition's two clusters are two points of the projection)."""
+    rng = np.random.default_rng(seed)
+    img = np.zeros((48, 64, 3))
+    img[:, 32:] = 1
+    return np.clip(img + rng.normal(0, 0.01, img.shape), 0, 1)
+
+
+S2 = np.zeros((48, 64), np.int64)
+S2[8:24, 8], S2[8:24, 56] = 1, 2
+_GRID = scipy.sparse.diags([np.ones(99), np.ones(99)], [-1, 1]).tocsr()   # a path graph
+_RANDOM = scipy.sparse.random(100, 100, density=0.1, random_state=0)
+_RANDOM = (_RANDOM + _RANDOM.T).tocsr()
+_MIXED = np.column_stack([_X[:, 0] * 1e155, _X[:, 1:]])                    # one huge column
+
+
+def _ok(res, labels) -> None:
+    painted = labels > 0
+    assert np.array_equal(res.labels[painted], labels[painted])
+    assert np.all(np.isfinite(res.eigenvectors))
+    assert set(np.unique(res.labels)) == set(np.unique(labels[painted]))
+
+
+#: (finding, id, call, scribbles/labels it was given) — each must return a valid answer.
+AUDIT_OK = [
+    # 1: ZeroDivisionError "Weights sum to zero" (ensemble.py:196)
+    *[(1, f"ensemble n_partitions={r} seed={sd}",
+       lambda r=r, sd=sd: segapp.segment(_two_tone(), S2, method="ensemble", n_partitions=r,
+                                         seed=sd), S2)
+      for r in (1, 2, 4) for sd in (0, 1)],
+    (1, "ensemble projection_dim=1 (every tuple on one line)",
+     lambda: segapp.segment(_two_tone(), S2, method="ensemble", projection_dim=1,
+                            projection_nnz=1), S2),
+    (1, "ensemble n_partitions=1, 3 labels",
+     lambda: segapp.segment(IMG, S, method="ensemble", n_partitions=1), S),
+    # 3: "operands could not be broadcast" (graphs/landmark.py:268): squared distances overflowed
+    *[(3, f"{m} features x {scale:g}",
+       lambda m=m, scale=scale: segapp.cluster(_LAB, features=_X * scale, method=m), _LAB)
+      for m in ("landmark", "ensemble", "scacs", "scpc") for scale in (1e155, 1e300, 1e-160)],
+    *[(3, f"{m} one feature column x 1e155",
+       lambda m=m: segapp.cluster(_LAB, features=_MIXED, method=m), _LAB)
+      for m in ("landmark", "scacs")],
+    (3, "landmark features x 1e155 with a given sigma",
+     lambda: segapp.cluster(_LAB, features=_X * 1e155, method="landmark", sigma=1e-6), _LAB),
+]
+
+
+@pytest.mark.parametrize("call, labels", [c[2:] for c in AUDIT_OK],
+                         ids=[f"#{c[0]} {c[1]}" for c in AUDIT_OK])
+def test_audit_cases_that_failed_now_answer(call, labels):
+    _ok(call(), labels)
+
+
+def test_features_are_used_in_units_of_their_largest_magnitude_exactly():
+    """The coding of X and of X × 2^j are the same bits (the unit is a power of two)."""
+    a = segapp.cluster(_LAB, features=_X, method="landmark")
+    b = segapp.cluster(_LAB, features=_X * 2.0 ** 500, method="landmark")
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.eigenvectors, b.eigenvectors)
+    assert b.diagnostics.sigma == pytest.approx(a.diagnostics.sigma * 2.0 ** 500)
+
+
+def _long(name: str = "x" * 300 + ".png") -> str:
+    return name
+
+
+#: (finding, id, call, error type, message part): one line, the documented type.
+AUDIT_ERRORS = [
+    # 4: a bare OSError (Errno 36) from read_image / read_scribbles
+    (4, "read_image name too long", lambda d: io.read_image(d / _long()), InvalidInputError,
+     "file name too long"),
+    (4, "read_scribbles name too long", lambda d: io.read_scribbles(d / _long()),
+     InvalidInputError, "file name too long"),
+    (4, "read_image through a file", lambda d: io.read_image(d / "img.png" / "x.png"),
+     InvalidInputError, "not a directory"),
+    (4, "read_image loop of links", lambda d: io.read_image(d / "loop.png"), InvalidInputError,
+     "too many levels of symbolic links"),
+    (4, "read_scribbles loop of links", lambda d: io.read_scribbles(d / "loop.png"),
+     InvalidInputError, "too many levels of symbolic links"),
+    (4, "read_image NUL in the name", lambda d: io.read_image(str(d / "a\0b.png")),
+     InvalidInputError, "NUL"),
+    (4, "read_image a directory", lambda d: io.read_image(d), InvalidInputError, "directory"),
+    # 5: silently wrong: NaN eigenvectors from ncut (fastge raised SolverError)
+    *[(5, f"ncut {name} x {scale:g}",
+       lambda d, g=g, scale=scale: segapp.cluster(_LAB, graph=g * scale, method="ncut"),
+       segapp.errors.SolverError, "non-finite")
+      for name, g in (("path graph", _GRID), ("random graph", _RANDOM))
+      for scale in (1e-300, 1e-200)],
+    *[(5, f"ncut random graph x {scale:g}: eigenvectors below float32",
+       lambda d, scale=scale: segapp.cluster(_LAB, graph=_RANDOM * scale, method="ncut"),
+       segapp.errors.SolverError, "too small to keep") for scale in (1e150, 1e300)],
+    (5, "fastge random graph x 1e-300",
+     lambda d: segapp.cluster(_LAB, graph=_RANDOM * 1e-300, method="fastge"),
+     segapp.errors.SolverError, ""),
+    # contract gaps: the rules between options, with their declared text
+    (0, "n_vectors 3 with 2 labels", lambda d: segapp.segment(IMG, _strokes2(), n_vectors=3),
+     InvalidInputError, "n_vectors must be k − 1 or k"),
+    (0, "ccskl on an image of 16 px (n_eigenvectors 20)",
+     lambda d: segapp.segment(IMG[:4, :4], np.array([[1, 0, 0, 2]] * 4)[:, :4],
+                              method="ccskl"),
+     InvalidInputError, "n_eigenvectors must be at most n"),
+    (0, "ccskl n_eigenvectors 2 with 3 labels",
+     lambda d: segapp.segment(IMG, S, method="ccskl", n_eigenvectors=2), InvalidInputError,
+     "n_eigenvectors must be at least k"),
+    (0, "ensemble projection_dim 1 < projection_nnz 2",
+     lambda d: segapp.Session(IMG, "ensemble", projection_dim=1), InvalidInputError,
+     "projection_dim must be at least projection_nnz"),
+    (0, "ensemble projection_dim 1 < projection_nnz 2 in an update",
+     lambda d: segapp.Session(IMG, "ensemble", n_landmarks=50).update(S, projection_dim=1),
+     InvalidInputError, "projection_dim must be at least projection_nnz"),
+    *[(0, f"{m} n_landmarks 2 with 3 labels",
+       lambda d, m=m: segapp.segment(IMG, S, method=m, n_landmarks=2), InvalidInputError,
+       "n_landmarks must be at least k")
+      for m in ("landmark", "ensemble", "scacs", "scpc")],
+    (0, "ensemble 9 x 2000 landmarks", lambda d: segapp.Session(IMG, "ensemble", n_partitions=9,
+                                                                 n_landmarks=2000),
+     InvalidInputError, "n_partitions × n_landmarks must be at most 16000"),
+]
+
+
+def _strokes2() -> np.ndarray:
+    s = S.copy()
+    s[s == 3] = 0
+    return s
+
+
+@pytest.fixture
+def audit_dir(tmp_path):
+    Image.fromarray(np.round(IMG * 255).astype(np.uint8)).save(tmp_path / "img.png")
+    os.symlink("loop.png", tmp_path / "loop.png")
+    return tmp_path
+
+
+@pytest.mark.parametrize("call, error, message", [c[2:] for c in AUDIT_ERRORS],
+                         ids=[f"#{c[0]} {c[1]}" for c in AUDIT_ERRORS])
+def test_audit_cases_raise_the_documented_error_in_one_line(audit_dir, call, error, message):
+    with pytest.raises(error) as info:
+        call(audit_dir)
+    assert type(info.value) is error
+    text = str(info.value)
+    assert text and "\n" not in text and message in text, text
+
+
+def test_every_rule_is_in_the_help_and_the_options_page(capsys):
+    """Declared once: the refusal's text is what --help, `segapp methods NAME` and
+    docs/options.md print."""
+    from segapp.options import RULES, rules_for
+    page = (Path(__file__).parents[1] / "docs" / "options.md").read_text(encoding="utf-8")
+    for rule in RULES:
+        assert rule.text in page
+    for name in REGISTRY:
+        rules = rules_for(options_of(name))
+        assert main(["methods", name]) == 0
+        listed = capsys.readouterr().out
+        with pytest.raises(SystemExit):
+            main(["segment", "-m", name, "--help"])
+        helped = " ".join(capsys.readouterr().out.split())
+        for rule in rules:
+            assert rule.text in listed and " ".join(rule.text.split()) in helped
+
+
+# -- 2: a Session cancelled in the middle of its first update, then updated again ---------------
+def _cancel_at(call: int):
+    count = [0]
+
+    def cancel() -> bool:
+        count[0] += 1
+        return count[0] >= call
+    return cancel
+
+
+@pytest.mark.parametrize("method", list(REGISTRY))
+def test_an_update_after_a_cancelled_first_update_equals_a_fresh_solve(method):
+    """Ensemble: `ValueError: array must not contain infs or NaNs` after a cancel at the 3rd
+    or 15th check (the coding kept without its Gram matrix)."""
+    from segapp.errors import Cancelled
+    options = {"n_landmarks": 60} if "n_landmarks" in {o.name for o in options_of(method)} \
+        else {}
+    fresh = segapp.Session(IMG, method, **options).update(S)
+    for call in (1, 2, 3, 5, 8, 15, 30, 60):
+        sess = segapp.Session(IMG, method, **options)
+        try:
+            sess.update(S, cancel=_cancel_at(call))
+        except Cancelled:
+            pass
+        again = sess.update(S)
+        assert np.array_equal(again.labels, fresh.labels), (method, call)
+
+
+# -- the command line: findings 4, 6–14 ---------------------------------------------------------
+def _segapp(*argv, cwd: Path, env: dict | None = None, stdout=subprocess.PIPE,
+            timeout: float = 120, memory: int | None = None) -> subprocess.CompletedProcess:
+    """``segapp ARGV`` in a subprocess (stdout as given: a file, /dev/full, a pipe; at most
+    ``memory`` bytes of address space)."""
+    def limit() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    return subprocess.run([sys.executable, "-m", "segapp.cli", *map(str, argv)], cwd=cwd,
+                          stdout=stdout, stderr=subprocess.PIPE, timeout=timeout,
+                          env={**os.environ, **(env or {})},
+                          preexec_fn=limit if memory else None)
+
+
+def _one_error_line(proc: subprocess.CompletedProcess, prefix: str = "segapp: error: ") -> str:
+    err = proc.stderr.decode("utf-8", "backslashreplace")
+    assert err.startswith(prefix) and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def audit_files(tmp_path):
+    """img.png (64×48 RGB), s2.png (labels 1 and 2), as the audit's."""
+    Image.fromarray(np.round(_photo(48, 64) * 255).astype(np.uint8)).save(tmp_path / "img.png")
+    Image.fromarray(S2.astype(np.uint8)).save(tmp_path / "s2.png")
+    return tmp_path
+
+
+_SEG = ("segment", "img.png", "-s", "s2.png")
+_LONG = "x" * 300
+
+#: (finding, id, argv, exit status, message part) — one `segapp: error:` line each.
+CLI_AUDIT_ERRORS = [
+    (4, "image name too long", ["segment", _LONG + ".png", "-s", "s2.png", "-o", "o.png"],
+     EXIT_INPUT, "file name too long"),
+    (4, "scribbles name too long", [*_SEG[:3], _LONG + ".png", "-o", "o.png"], EXIT_INPUT,
+     "file name too long"),
+    (4, "the app's PATH too long", [_LONG + ".png"], EXIT_INPUT, "file name too long"),
+    (8, "output name of 256 bytes", [*_SEG, "-o", "o" * 252 + ".png"], EXIT_OUTPUT,
+     "file name too long"),
+    (7, "-o a link to a directory", [*_SEG, "-o", "dirlink"], EXIT_OUTPUT, "directory"),
+    (6, "an error message with '≥' under PYTHONIOENCODING=ascii",
+     [*_SEG, "-o", "o.png", "--pixel-limit=-1"], EXIT_INPUT, "--pixel-limit must be \\u2265 0"),
+]
+
+
+@pytest.mark.parametrize("argv, status, message", [c[2:] for c in CLI_AUDIT_ERRORS],
+                         ids=[f"#{c[0]} {c[1]}" for c in CLI_AUDIT_ERRORS])
+def test_command_line_audit_errors(audit_files, argv, status, message):
+    (audit_files / "sub").mkdir()
+    (audit_files / "dirlink").symlink_to(audit_files / "sub")
+    proc = _segapp(*argv, cwd=audit_files, env={"PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == status
+    assert message in _one_error_line(proc)
+
+
+@pytest.mark.parametrize("length", [240, 242, 250, 255])
+def test_output_names_up_to_255_bytes_are_written(audit_files, length):
+    """#8: names of 242–255 bytes were 'too long': the temporary added 14 bytes."""
+    name = "o" * (length - 4) + ".png"
+    proc = _segapp(*_SEG, "-o", name, "--overlay", "v" * (length - 4) + ".png", "-q",
+                   cwd=audit_files)
+    assert proc.returncode == 0, proc.stderr
+    assert (audit_files / name).is_file() and (audit_files / ("v" * (length - 4) + ".png")).is_file()
+    assert [p.name for p in audit_files.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_every_printed_line_is_encodable(audit_files, encoding):
+    """#6: UnicodeEncodeError on the summary's "×" (exit 1 after a complete write); a file name
+    that is not valid text is escaped too."""
+    odd = os.fsdecode(b"s\xff.png")                         # not UTF-8: a surrogate escape
+    (audit_files / odd).write_bytes((audit_files / "s2.png").read_bytes())
+    for argv in ([*_SEG, "-o", "o.png"], ["segment", "img.png", "-s", odd, "-o", "o.png"]):
+        proc = _segapp(*argv, cwd=audit_files, env={"PYTHONIOENCODING": encoding})
+        assert proc.returncode == 0, proc.stderr
+        assert b"segmented 64" in proc.stdout and b"Traceback" not in proc.stderr
+    proc = _segapp("methods", "ensemble", cwd=audit_files, env={"PYTHONIOENCODING": encoding})
+    assert proc.returncode == 0 and b"n_partitions" in proc.stdout
+
+
+@pytest.mark.parametrize("via", ["/proc/self/fd/1", "/dev/stdout", "/dev/fd/1"])
+def test_an_output_that_is_stdout_redirected_to_a_file_keeps_the_link(audit_files, via):
+    """#7, data loss: `-o link` (link → /proc/self/fd/1) with stdout redirected to a file
+    replaced the link by a regular file; `/dev/stdout` is such a link, and as root `-o
+    /dev/stdout > file` took the same path. A link is followed: the file it names is written.
+    (Never the system's /dev/stdout itself here: a regression would replace it — an earlier
+    run of this very test against the old code did. A link of the test's own stands for it.)"""
+    link = audit_files / "link"
+    link.symlink_to(via)
+    with open(audit_files / "result.txt", "wb") as out:
+        proc = _segapp(*_SEG, "-o", link, "-q", cwd=audit_files, stdout=out)
+    assert proc.returncode == 0, proc.stderr
+    assert os.readlink(link) == via
+    with Image.open(audit_files / "result.txt") as img:        # the PNG went where fd 1 was
+        assert img.format == "PNG" and img.size == (64, 48)
+
+
+def test_through_a_pipe_stdout_is_refused(audit_files):
+    link = audit_files / "link"
+    link.symlink_to("/proc/self/fd/1")
+    proc = _segapp(*_SEG, "-o", link, cwd=audit_files)
+    assert proc.returncode == EXIT_OUTPUT and "FIFO" in _one_error_line(proc)
+    assert os.readlink(link) == "/proc/self/fd/1"
+
+
+@pytest.mark.parametrize("kind", ["regular", "new", "dangling"])
+def test_an_output_link_writes_the_file_it_names(audit_files, kind):
+    real = audit_files / "real.png"
+    if kind == "regular":
+        real.write_bytes(b"old")
+    (audit_files / "link.png").symlink_to("real.png")
+    proc = _segapp(*_SEG, "-o", "link.png", "-q", cwd=audit_files)
+    assert proc.returncode == 0, proc.stderr
+    assert (audit_files / "link.png").is_symlink() and os.readlink(audit_files / "link.png") \
+        == "real.png"
+    with Image.open(real) as img:
+        assert img.format == "PNG"
+
+
+@pytest.mark.parametrize("stdout", ["/dev/full", "closed pipe"])
+def test_a_summary_that_cannot_be_printed_does_not_undo_a_complete_run(audit_files, stdout):
+    """#8: `> /dev/full` or a closed stdout made a run that wrote every output exit 3.
+    Decided: exit 0 (the outputs are the product), one warning line on stderr."""
+    argv = [sys.executable, "-m", "segapp.cli", *_SEG, "-o", "o.png", "--overlay", "v.png"]
+    if stdout == "/dev/full":
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run(argv, cwd=audit_files, stdout=full, stderr=subprocess.PIPE,
+                                  timeout=120)
+        code, err = proc.returncode, proc.stderr.decode()
+    else:
+        r, w = os.pipe()
+        os.close(r)                                 # nobody will read: EPIPE on the first write
+        try:
+            proc = subprocess.run(argv, cwd=audit_files, stdout=w, stderr=subprocess.PIPE,
+                                  timeout=120)
+        finally:
+            os.close(w)
+        code, err = proc.returncode, proc.stderr.decode()
+    assert code == 0, err
+    assert err.startswith("segapp: warning: could not print the summary") and \
+        err.count("\n") == 1, err
+    for name in ("o.png", "v.png"):
+        with Image.open(audit_files / name) as img:
+            assert img.size == (64, 48)
+
+
+def test_segment_removes_the_leftovers_of_killed_runs_and_nothing_else(audit_files):
+    """#8: killed runs left hidden temporaries that `segapp segment` never removed."""
+    leftover = audit_files / ".segapp-0123456789abcdef.tmp"
+    leftover.write_bytes(b"half a PNG")
+    mine = audit_files / ".o.png.my-notes.tmp"             # the user's: not segapp's name
+    mine.write_bytes(b"notes")
+    proc = _segapp(*_SEG, "-o", "o.png", "-q", cwd=audit_files)
+    assert proc.returncode == 0, proc.stderr
+    assert not leftover.exists() and mine.read_bytes() == b"notes"
+
+
+# -- segapp batch ------------------------------------------------------------------------------
+@pytest.fixture
+def photos(audit_files):
+    d = audit_files / "photos"
+    d.mkdir()
+    for i in range(3):
+        Image.fromarray(np.round(_photo(48, 64, seed=i) * 255).astype(np.uint8)).save(
+            d / f"p{i}.png")
+        Image.fromarray(S2.astype(np.uint8)).save(d / f"p{i}_scribbles.png")
+    (audit_files / "out").mkdir()
+    return audit_files
+
+
+def _report_in_the_way(out: Path, kind: str) -> None:
+    path = out / "report.json"
+    if kind == "FIFO":
+        os.mkfifo(path)
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.close()
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "link to /dev/zero", "socket"])
+def test_a_report_that_is_not_a_regular_file_fails_the_batch_at_once(photos, kind):
+    """#9 hang: `mkfifo out/report.json` blocked forever in read_previous(); #10: a link to
+    /dev/zero was read whole (MemoryError traceback)."""
+    _report_in_the_way(photos / "out", kind)
+    t = time.perf_counter()
+    proc = _segapp("batch", "photos", "-o", "out", "-j", "1", cwd=photos, timeout=60)
+    assert proc.returncode == 101
+    assert "report" in _one_error_line(proc, "segapp batch: error: ")
+    assert time.perf_counter() - t < 30
+    assert not (photos / "out" / "p0.png").exists()             # refused before any work
+
+
+def test_a_huge_report_is_not_read_and_is_replaced(photos):
+    """#10: a 3 GiB report.json was read whole (MemoryError); now refused past 256 MiB, as
+    unreadable, and rewritten at the end."""
+    with open(photos / "out" / "report.json", "wb") as fh:
+        fh.truncate(3 << 30)                                      # sparse: 3 GiB of zeros
+    proc = _segapp("batch", "photos", "-o", "out", "-j", "1", "-q", cwd=photos, timeout=120,
+                   memory=3 << 30)                                # it cannot be read whole
+    assert b"Traceback" not in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert (photos / "out" / "report.json").stat().st_size < 1 << 20
+
+
+@pytest.mark.parametrize("argv", [
+    ["batch", "photos", "-o", "out", "--bogus"],
+    ["batch", "photos"],
+    ["batch", "photos", "-o", "out", "-j", "two"],
+    ["batch"],
+    ["batch", _LONG, "-o", "out"],
+])
+def test_batch_usage_errors_are_one_line(photos, argv):
+    """#14: a usage error printed 17 lines (the usage block and the error)."""
+    proc = _segapp(*argv, cwd=photos)
+    assert proc.returncode == 101
+    _one_error_line(proc, "segapp batch: error: ")
+
+
+def test_a_batch_rows_outputs_are_written_as_a_set(photos, monkeypatch):
+    """#12 data loss: on a full disk every row failed on its overlay but the label maps
+    stayed (then taken as done). Substitute for the audit's 200 KiB tmpfs (a mount needs
+    root): the disk fills while the overlay is staged."""
+    from segapp.batch import find_pairs, run_batch
+    from segapp.io import atomic
+    real = atomic._stage
+
+    def disk_full(fh):
+        raise OSError(28, "No space left on device")
+
+    def full_on_overlays(shown, dest, write):
+        return real(shown, dest, disk_full if shown.name.endswith("_overlay.png") else write)
+    monkeypatch.setattr(atomic, "_stage", full_on_overlays)
+    result = run_batch(find_pairs(photos / "photos"), photos / "out", overlay=True,
+                       progress=False)
+    assert result.failed == 3 and all("disk full" in r["error"] for r in result.rows)
+    assert sorted(p.name for p in (photos / "out").glob("*.png")) == []
+    assert [p for p in (photos / "out").iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="mounting needs root")
+def test_a_batch_on_a_full_tmpfs_leaves_no_label_map_without_its_overlay(photos):
+    """#12 as the audit ran it: a 200 KiB tmpfs, --overlay."""
+    out = photos / "small"
+    out.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(out)],
+                      capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        big = photos / "big"
+        big.mkdir()
+        rng = np.random.default_rng(0)
+        for i in range(3):            # noise: each overlay ~ 150 KB, the disk fills on one
+            Image.fromarray(rng.integers(0, 256, (180, 240, 3), np.uint8)).save(big / f"b{i}.png")
+            s = np.zeros((180, 240), np.uint8)
+            s[20:160, 20], s[20:160, 220] = 1, 2
+            Image.fromarray(s).save(big / f"b{i}_scribbles.png")
+        proc = _segapp("batch", "big", "-o", "small", "-j", "1", "--overlay", "-q",
+                       cwd=photos, timeout=300)
+        names = sorted(p.name for p in out.glob("b*.png"))
+        labels = {n for n in names if not n.endswith("_overlay.png")}
+        overlays = {n.replace("_overlay", "") for n in names if n.endswith("_overlay.png")}
+        assert labels == overlays                    # every label map has its overlay
+        assert proc.returncode in (0, 1, 2, 3, 101)
+    finally:
+        subprocess.run(["umount", str(out)], capture_output=True)
+
+
+# == issue 32 item 5: multi-page images are refused, or read page by page — never silently the
+# first page =====================================================================================
+def _pages(path: Path, fmt: str, n: int = 3, thumbnail: bool = False) -> list[np.ndarray]:
+    """An image file of ``n`` pages / frames, each IMG with its colours rolled (different
+    images of one size); returns the pages as uint8 arrays."""
+    base = np.round(IMG * 255).astype(np.uint8)
+    pages = [np.roll(base, i, axis=2) for i in range(n)]
+    frames = [Image.fromarray(a) for a in pages]
+    if thumbnail:        # a TIFF whose second IFD is a reduced-resolution preview, not a page
+        _tiff_with_thumbnail(path, frames[0], frames[1].resize((20, 15)))
+        return pages[:1]
+    kwargs: dict = {"lossless": True} if fmt == "WEBP" else {}
+    frames[0].save(path, format=fmt, save_all=True, append_images=frames[1:], **kwargs)
+    return pages
+
+
+def _tiff_with_thumbnail(path: Path, image: Image.Image, thumb: Image.Image) -> None:
+    """A TIFF of ``image`` and, in its second IFD, ``thumb`` tagged NewSubfileType = 1
+    (reduced resolution), as scanners and cameras write them."""
+    from PIL import TiffImagePlugin
+    reduced = TiffImagePlugin.ImageFileDirectory_v2()
+    reduced[254] = 1
+    import io as _io
+    buf = _io.BytesIO()
+    with TiffImagePlugin.AppendingTiffWriter(buf, new=True) as tf:
+        for frame, info in ((image, None), (thumb, reduced)):
+            frame.save(tf, format="TIFF", **({"tiffinfo": info} if info else {}))
+            tf.newFrame()
+    path.write_bytes(buf.getvalue())
+
+
+MULTIPAGE = [("multi-page TIFF", "TIFF", ".tif", "pages"), ("animated GIF", "GIF", ".gif", "frames"),
+             ("animated PNG", "PNG", ".png", "frames"), ("animated WebP", "WEBP", ".webp", "frames")]
+
+
+@pytest.mark.parametrize("fmt, suffix, word", [c[1:] for c in MULTIPAGE],
+                         ids=[c[0] for c in MULTIPAGE])
+def test_a_multi_page_image_is_refused_in_one_line_or_read_page_by_page(tmp_path, fmt, suffix,
+                                                                         word):
+    """Issue 32: a multi-page TIFF was cut to its first page, exit 0 and no word."""
+    path = tmp_path / f"pages{suffix}"
+    pages = _pages(path, fmt)
+    with pytest.raises(io.MultiPageError) as info:
+        io.read_image(path)
+    assert info.value.pages == 3 and f"3 {word}" in str(info.value)
+    assert "\n" not in str(info.value) and isinstance(info.value, InvalidInputError)
+    for i, want in enumerate(pages, start=1):
+        got = io.read_image(path, page=i)
+        if fmt != "GIF":                     # GIF quantises to a palette
+            np.testing.assert_array_equal(np.round(got * 255).astype(np.uint8), want)
+        else:
+            assert np.abs(got * 255 - want).mean() < 12
+    assert "page 4 asked" in _one_line_invalid(lambda: io.read_image(path, page=4))
+    for bad in (0, -1, 1.5, True):
+        assert "page must be" in _one_line_invalid(lambda: io.read_image(path, page=bad))
+    with pytest.raises(io.MultiPageError):
+        io.read_scribbles(path)
+
+
+def test_a_camera_jpegs_previews_and_a_tiffs_thumbnail_are_not_pages(tmp_path):
+    path = tmp_path / "thumb.tif"
+    first = _pages(path, "TIFF", thumbnail=True)[0]
+    with Image.open(path) as im:
+        assert im.n_frames == 2
+    np.testing.assert_array_equal(np.round(io.read_image(path) * 255).astype(np.uint8), first)
+
+
+def test_the_command_line_refuses_a_multi_page_image_and_reads_the_page_asked(files, capsys):
+    path = files / "pages.tif"
+    pages = _pages(path, "TIFF")
+    assert main(_seg(files, image="pages.tif")) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("segapp: error: ") and err.count("\n") == 1 and "3 pages" in err
+    assert main(_seg(files, "--page", 2, image="pages.tif")) == 0
+    want = segapp.segment(pages[1], io.read_scribbles(files / "s.png")).labels
+    np.testing.assert_array_equal(np.asarray(Image.open(files / "out.png")), want)
+    assert main(_seg(files, "--page", 0, image="pages.tif")) == EXIT_INPUT
+    assert "--page must be" in capsys.readouterr().err
+
+
+def test_a_batch_fails_a_multi_page_image_with_the_reason_and_reads_the_page_asked(tmp_path):
+    from segapp.batch import find_pairs, run_batch
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    _pages(photos / "a.tif", "TIFF")
+    Image.fromarray(np.round(IMG * 255).astype(np.uint8)).save(photos / "b.png")
+    for stem in ("a", "b"):
+        Image.fromarray(S.astype(np.uint8)).save(photos / f"{stem}_scribbles.png")
+    result = run_batch(find_pairs(photos), tmp_path / "out", progress=False)
+    rows = {Path(r["image"]).name: r for r in result.rows}
+    assert rows["a.tif"]["status"] == "failed" and "3 pages" in rows["a.tif"]["error"]
+    assert rows["b.png"]["status"] == "ok"
+    again = run_batch(find_pairs(photos), tmp_path / "out2", progress=False, page=2)
+    assert {r["status"] for r in again.rows} == {"ok", "failed"}   # b.png has no page 2
+    assert (tmp_path / "out2" / "a.png").is_file()

@@ -26,7 +26,9 @@ import multiprocessing
 import os
 import secrets
 import signal
+import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -135,7 +137,7 @@ class PoolExecutor(Executor):
     def _new_pool(self) -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(max_workers=self.slots,
                                       mp_context=multiprocessing.get_context("spawn"),
-                                      initializer=_ignore_sigint)
+                                      initializer=_init_worker, initargs=(os.getpid(),))
 
     def warm_up(self) -> None:
         # One blocking round per worker: a pool starts a process only when none is idle.
@@ -361,10 +363,44 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, old)
 
 
-def _ignore_sigint() -> None:
-    """Pool workers ignore Ctrl+C (the terminal sends it to the whole process group): the
-    main process handles it, and stops them, instead of each printing a traceback."""
+def _init_worker(parent: int) -> None:
+    """A pool worker ignores Ctrl+C (the terminal sends it to the whole process group: the
+    main process handles it and stops the workers, instead of each printing a traceback)
+    and ends with its parent (:func:`end_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent(parent)
+
+
+#: Seconds between the watchdog's looks at the parent process.
+WATCHDOG_SECONDS = 1.0
+
+
+def end_with_parent(parent: int) -> None:
+    """End this process when the process ``parent`` ends, however it ends (kill -9 too).
+
+    A pool worker outlived a killed ``segapp batch`` (158–183 MB each, once still running
+    after 14 minutes) and kept multiprocessing's resource tracker alive. On Linux the kernel
+    sends SIGKILL at the parent's death (``prctl(PR_SET_PDEATHSIG)``, through ctypes; it
+    follows the thread that started the worker, which is the batch's main thread). Everywhere,
+    also a daemon thread that looks every :data:`WATCHDOG_SECONDS` whether the worker has been
+    re-parented (its parent process id changed) and then ends it with ``os._exit``.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:     # the parent died before the signal was asked for
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_SECONDS)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="segapp-end-with-parent", daemon=True).start()
 
 
 def _broken(future: cf.Future) -> bool:

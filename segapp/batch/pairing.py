@@ -15,6 +15,9 @@ The rule (also in ``segapp batch --help`` and the README):
 
 from __future__ import annotations
 
+import os
+import stat
+
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,13 +119,23 @@ def find_pairs(images_dir: Path | str, scribbles_dir: Path | str | None = None,
     images_dir = Path(images_dir)
     scribbles_dir = images_dir if scribbles_dir is None else Path(scribbles_dir)
     for what, d in (("images", images_dir), ("scribbles", scribbles_dir)):
-        if not d.is_dir():
-            raise InvalidInputError(f"{d}: {what} folder does not exist or is not a folder")
+        try:
+            if not stat.S_ISDIR(os.stat(d).st_mode):
+                raise InvalidInputError(f"{d}: {what} folder is not a folder")
+        except FileNotFoundError:
+            raise InvalidInputError(f"{d}: {what} folder does not exist") from None
+        except OSError as exc:       # a name too long, a loop of links, no permission
+            raise InvalidInputError(f"{d}: cannot read the {what} folder: "
+                                    f"{(exc.strerror or str(exc)).lower()}") from None
     patterns = tuple(check_pattern(p) for p in patterns)
     if not patterns:
         raise InvalidInputError("at least one --pattern is needed")
-    candidates = sorted(p for p in images_dir.iterdir()
-                        if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    try:
+        candidates = sorted(p for p in images_dir.iterdir()
+                            if _is_file(p) and p.suffix.lower() in IMAGE_SUFFIXES)
+    except OSError as exc:
+        raise InvalidInputError(f"{images_dir}: cannot read the images folder: "
+                                f"{(exc.strerror or str(exc)).lower()}") from None
     scribbles_of: dict[Path, Path | None] = {}
     for image in candidates:
         scribbles_of[image] = next(

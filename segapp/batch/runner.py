@@ -14,12 +14,12 @@ from typing import Any
 
 from ..errors import SegappError
 from ..io import DEFAULT_PIXEL_LIMIT, write_bytes_atomic
-from ..io.atomic import _reason
+from ..io.atomic import _reason, remove_stale_temporaries, resolve_output
 from .dataset import DatasetOptions
 from .executors import Executor, SerialExecutor
 from .pairing import Pair, Pairing
 from .progress import Progress
-from .report import read_previous, write_report
+from .report import REPORT_NAMES, read_previous, write_report
 from .task import Task, failed_row, segment_pair
 
 __all__ = ["BatchResult", "run_batch", "output_paths", "MAX_EXIT_STATUS"]
@@ -84,7 +84,8 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
               progress: bool = True, on_result: Callable[[Row], None] | None = None,
               report_every: float = 30.0,
               pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
-              dataset: DatasetOptions | None = None) -> BatchResult:
+              dataset: DatasetOptions | None = None,
+              page: int | None = None) -> BatchResult:
     """Segment every pair of ``pairing`` into ``out_dir``; write ``report.csv``/``.json``.
 
     Parameters
@@ -114,6 +115,9 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         huge file cannot exhaust a worker's memory); None = no limit.
     dataset : DatasetOptions, optional
         The label schema and the per-image dataset exports (:mod:`segapp.batch.dataset`).
+    page : int or None
+        Page of multi-page images (and scribble files) to segment; without it such an image
+        fails (:class:`segapp.io.MultiPageError`).
 
     Returns
     -------
@@ -133,6 +137,7 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
     # Tasks carry absolute paths: a cluster worker's working folder is not ours.
     out = Path(out_dir).absolute()
     _prepare_out_dir(out, pairing)
+    remove_stale_temporaries(out)       # of earlier runs that were killed
     executor = executor or SerialExecutor()
     previous = read_previous(out)
     result = BatchResult(executor=executor.describe())
@@ -144,7 +149,7 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
                     scribbles=str(pair.scribbles.absolute()), output=str(labels_path),
                     overlay=str(overlay_path) if overlay_path else None, method=method,
                     options=dict(options or {}), pixel_limit=pixel_limit,
-                    dataset=dataset or DatasetOptions())
+                    dataset=dataset or DatasetOptions(), page=page)
         if pair.image in clashes:   # refused before the batch starts: neither is written
             result.rows.append(failed_row(task, clashes[pair.image]))
         elif not overwrite and all(p.is_file() for p in (labels_path, overlay_path) if p):
@@ -173,7 +178,7 @@ def run_batch(pairing: Pairing, out_dir: Path | str, *, method: str = "fastge",
         result.seconds = time.perf_counter() - t0
         write_report(out, result.rows, {**result.summary(), "method": method,
                                         "options": _jsonable(options or {})})
-    _remove_stale_temporaries(out, result.rows)
+    remove_stale_temporaries(out)
     return result
 
 
@@ -217,6 +222,11 @@ def _prepare_out_dir(out: Path, pairing: Pairing) -> None:
     finally:
         with contextlib.suppress(OSError):
             probe.unlink()
+    for name in REPORT_NAMES:    # a FIFO or device there would take the report: fail now
+        try:
+            resolve_output(out / name)
+        except OSError as exc:
+            raise SegappError(f"cannot write the report: {exc}") from None
     inputs = {p.image.parent.resolve() for p in pairing.pairs + pairing.clashes}
     inputs |= {p.scribbles.parent.resolve() for p in pairing.pairs + pairing.clashes}
     if out.resolve() in inputs:
@@ -230,17 +240,6 @@ def _skipped_row(task: Task, before: Row | None) -> Row:
         row.update({k: v for k, v in before.items() if k in row})
     row.update(status="skipped", error="")
     return row
-
-
-def _remove_stale_temporaries(out: Path, rows: list[Row]) -> None:
-    """Delete ``.NAME.<random>.tmp`` files left next to our outputs by killed workers."""
-    names = {"report.csv", "report.json"}
-    for r in rows:
-        names |= {Path(str(r.get(k))).name for k in ("output", "overlay") if r.get(k)}
-    for tmp in out.glob(".*.tmp"):
-        if tmp.name[1:].rsplit(".", 2)[0] in names:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
 
 
 def _jsonable(options: dict[str, Any]) -> dict[str, Any]:

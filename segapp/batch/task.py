@@ -58,6 +58,8 @@ class Task:
         Files declaring more pixels are refused before decoding (as ``segment --pixel-limit``).
     dataset : DatasetOptions
         The label schema and the dataset exports (``--labels``, ``--indexed``, ``--soft``).
+    page : int or None
+        Page of a multi-page image (and scribble file), as ``segment --page``.
     """
 
     image: str
@@ -68,6 +70,7 @@ class Task:
     options: dict[str, Any] = field(default_factory=dict)
     pixel_limit: int | None = DEFAULT_PIXEL_LIMIT
     dataset: DatasetOptions = field(default_factory=DatasetOptions)
+    page: int | None = None
 
 
 def _row(task: Task) -> dict[str, Any]:
@@ -219,9 +222,9 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     from .dataset import task_outputs
 
     schema = task.dataset.parsed_schema()
-    image = io.read_image(task.image, pixel_limit=task.pixel_limit)
-    scribbles = io.read_scribbles(task.scribbles, image.shape[:2], pixel_limit=task.pixel_limit,
-                                  **scribble_options(schema))
+    image = io.read_image(task.image, pixel_limit=task.pixel_limit, page=task.page)
+    scribbles = io.scribbles_for_page(task.scribbles, image.shape[:2], task.page,
+                                      pixel_limit=task.pixel_limit, **scribble_options(schema))
     check_painted(schema, np.unique(scribbles[scribbles > 0]), task.scribbles)
     row["height"], row["width"] = image.shape[:2]
     options = dict(task.options)
@@ -234,8 +237,11 @@ def _run(task: Task, row: dict[str, Any]) -> None:
     row["labels"] = " ".join(str(i) for i in result.label_ids)
     if Path(task.output).parent != Path(""):
         Path(task.output).parent.mkdir(parents=True, exist_ok=True)
-    io.write_pngs_atomic(task_outputs(task.dataset, Path(task.output), result, schema))
+    # One set: on a full disk the label map does not stay without its overlay (a rerun would
+    # take the image as done).
+    items = task_outputs(task.dataset, Path(task.output), result, schema)
     if task.overlay:
         colors = None if schema is None else schema.colors()
-        rgb = render.to_rgb8(render.overlay(image, result.labels, colors=colors))
-        io.write_png_atomic(task.overlay, rgb)
+        items.append((task.overlay, render.to_rgb8(render.overlay(image, result.labels,
+                                                                  colors=colors))))
+    io.write_pngs_atomic(items)

@@ -19,12 +19,19 @@ exit  meaning
 4     the desktop app cannot start Qt (the message says what is missing)
 130   interrupted (Ctrl+C)
 ====  =========================================================
+
+Once every output is written the run has succeeded: if the summary cannot be printed
+afterwards (stdout is ``/dev/full`` or a pipe closed early), a one-line warning goes to stderr
+and the status stays 0. Every printed line is encodable: characters the terminal's encoding
+lacks (``PYTHONIOENCODING=ascii``; "×", "≥", file names that are not valid text) are written
+as backslash escapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 import time
@@ -85,6 +92,10 @@ def build_parser(method: str = DEFAULT_METHOD) -> argparse.ArgumentParser:
                      metavar="N",
                      help="refuse image and scribble files of more pixels, before decoding "
                           f"them (default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
+    seg.add_argument("--page", type=int, default=None, metavar="N",
+                     help="page N (1 = the first) of a multi-page IMAGE (TIFF) or frame N of "
+                          "an animated one (GIF, PNG, WebP), and of SCRIBBLES if it has pages "
+                          "too; without it such files are refused")
     seg.add_argument("--no-overwrite", dest="overwrite", action="store_false",
                      help="fail instead of replacing existing output files (default: replace)")
     seg.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
@@ -119,6 +130,8 @@ def _segment(args: argparse.Namespace) -> int:
     limit = None if args.pixel_limit == 0 else args.pixel_limit
     if limit is not None and limit < 0:
         raise InvalidInputError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {limit}")
+    if args.page is not None and args.page < 1:
+        raise InvalidInputError(f"--page must be ≥ 1 (1 = the first page), got {args.page}")
     schema = exports.schema_of(args)
     # Every output location is checked before any file is read or solved for.
     outputs = [Path(args.output)] + ([Path(args.overlay)] if args.overlay else [])
@@ -128,10 +141,14 @@ def _segment(args: argparse.Namespace) -> int:
     if soft_dir is not None:
         io.check_writable(soft_dir / "confidence.png" if soft_dir.is_dir() else soft_dir,
                           args.overwrite)
+    folders = {io.resolve_output(p).parent for p in outputs + more}
+    for folder in folders | ({hdir} if hdir else set()) | ({soft_dir} if soft_dir else set()):
+        if folder.is_dir():
+            io.remove_stale_temporaries(folder)      # left by earlier runs that were killed
 
-    image = io.read_image(args.image, pixel_limit=limit)
-    scribbles = io.read_scribbles(args.scribbles, image.shape[:2], pixel_limit=limit,
-                                  **exports.scribble_options(schema))
+    image = io.read_image(args.image, pixel_limit=limit, page=args.page)
+    scribbles = io.scribbles_for_page(args.scribbles, image.shape[:2], args.page,
+                                      pixel_limit=limit, **exports.scribble_options(schema))
     ids, counts = np.unique(scribbles[scribbles > 0], return_counts=True)
     exports.check_painted(schema, ids, args.scribbles)
 
@@ -164,39 +181,72 @@ def _segment(args: argparse.Namespace) -> int:
         raise
     if not args.quiet:
         H, W = result.labels.shape
-        print(f"read {len(ids)} labels from {args.scribbles} (ids "
-              f"{', '.join(map(str, ids.tolist()))}; {int(counts.sum())} painted pixels)")
+        lines = [f"read {len(ids)} labels from {args.scribbles} (ids "
+                 f"{', '.join(map(str, ids.tolist()))}; {int(counts.sum())} painted pixels)"]
         shares = ", ".join(f"{i}: {f:.1%}" for i, f in result.fractions().items())
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
-        print(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
-              f"with {result.method}; {stages}")
+        lines.append(f"segmented {W}×{H} px into {len(result.label_ids)} labels ({shares}) "
+                     f"with {result.method}; {stages}")
         diag = result.diagnostics
         if diag is not None:
-            print(f"  {diag!r}")
+            lines.append(f"  {diag!r}")
         if args.verbose:
-            _print_solver(diag)
+            lines += _solver_lines(diag)
         moved = _regiven_strokes(result, ids, counts)
         if moved:
-            print(f"  painted pixels the {result.method} partition gave to other labels, kept "
-                  f"as painted: {moved}")
+            lines.append(f"  painted pixels the {result.method} partition gave to other "
+                         f"labels, kept as painted: {moved}")
         if result.unplaced_labels:
-            print(f"  labels {result.method} could not place (< 50% of their painted pixels): "
-                  f"{', '.join(map(str, result.unplaced_labels))}")
-        for p in written:
-            print(f"  wrote {p}")
-        print(f"  wall time {time.perf_counter() - t0:.2f}s")
+            lines.append(f"  labels {result.method} could not place (< 50% of their painted "
+                         f"pixels): {', '.join(map(str, result.unplaced_labels))}")
+        lines += [f"  wrote {p}" for p in written]
+        lines.append(f"  wall time {time.perf_counter() - t0:.2f}s")
+        print_after_success(lines, sys.stdout, "the outputs are written")
     return 0
 
 
-def _print_solver(diag: Any) -> None:
+def _solver_lines(diag: Any) -> list[str]:
     """``--verbose``: the linear solver that ran and why not the direct one, and the direct
     solver's library on this machine (or why there is none)."""
     from ..solve import cholmod
 
+    lines = []
     if getattr(diag, "linear_solver", ""):
         why = f" (not direct: {diag.direct_unavailable})" if diag.direct_unavailable else ""
-        print(f"  linear solver: {diag.linear_solver}{why}")
-    print(f"  direct solver on this machine: {cholmod.describe()}")
+        lines.append(f"  linear solver: {diag.linear_solver}{why}")
+    lines.append(f"  direct solver on this machine: {cholmod.describe()}")
+    return lines
+
+
+def print_after_success(lines: Sequence[str], stream: Any, done: str) -> None:
+    """Print ``lines`` once the work is done; a stream that cannot take them (``/dev/full``,
+    a closed pipe) does not undo the success: one warning on stderr, and the stream is
+    silenced so that the interpreter's last flush cannot fail either."""
+    try:
+        for line in lines:
+            print(line, file=stream)
+        stream.flush()
+    except OSError as exc:
+        _silence(stream)
+        if stream is not sys.stderr:
+            with contextlib.suppress(OSError):
+                print(f"segapp: warning: could not print the summary "
+                      f"({(exc.strerror or str(exc)).lower()}); {done}", file=sys.stderr,
+                      flush=True)
+
+
+def _silence(stream: Any) -> None:
+    """Point ``stream``'s descriptor at the null device (what it still buffers goes there)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+
+
+def _encodable(stream: Any) -> None:
+    """Characters ``stream``'s encoding lacks are written as backslash escapes."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        stream.reconfigure(errors="backslashreplace")
 
 
 def _regiven_strokes(result: Any, ids: Any, counts: Any) -> str:
@@ -249,6 +299,10 @@ def _methods(args: argparse.Namespace) -> int:
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         for r in rows:
             print("  " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)) + "  " + r[4])
+        if cls.rules:
+            print("rules between options:")
+            for rule in cls.rules:
+                print(f"  {rule.text}")
         return 0
     names = available_methods()
     width = max(len(n) for n, _ in names)
@@ -261,6 +315,8 @@ def _methods(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``segapp`` script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _encodable(sys.stdout)
+    _encodable(sys.stderr)
     if argv and argv[0] == "batch":  # own exit statuses: the number of failed images
         from . import batch
         return batch.main(argv[1:])
@@ -269,9 +325,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"unknown command {argv[0]!r}: the app opens one PATH; commands are "
                          "'segment', 'batch' and 'methods' (see 'segapp --help')", EXIT_INPUT)
         path = argv[0] if argv else None
-        if path is not None and not Path(path).exists():
-            return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",
-                         EXIT_INPUT)
+        if path is not None:
+            try:
+                os.stat(path)
+            except FileNotFoundError:
+                return _fail(f"{path}: no such file (or unknown command; see 'segapp --help')",
+                             EXIT_INPUT)
+            except OSError as exc:       # a name too long, a loop of links, no permission
+                return _fail(f"{path}: {(exc.strerror or str(exc)).lower()}", EXIT_INPUT)
         from ..gui.app import run
         return run(path)
     try:

@@ -14,7 +14,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from ..errors import SegappError
 from ..io import DEFAULT_PIXEL_LIMIT
@@ -78,22 +78,15 @@ def configure(parser: argparse.ArgumentParser, method: str) -> argparse.Argument
                         default=DEFAULT_PIXEL_LIMIT, metavar="N",
                         help="images or scribbles of more pixels fail, before decoding "
                              f"(default {DEFAULT_PIXEL_LIMIT}; 0 = no limit)")
+    parser.add_argument("--page", type=int, default=None, metavar="N",
+                        help="page N (1 = the first) of multi-page images (TIFF) or frame N "
+                             "of animated ones (GIF, PNG, WebP), and of multi-page scribble "
+                             "files; without it such an image fails, with the reason")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress bar and no summary")
     add_method_arguments(parser, method)
     from .exports import add_export_arguments
     add_export_arguments(parser, batch=True)
-    return parser
-
-
-def _strict(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Usage errors exit with :data:`EXIT_BATCH_ERROR`, not argparse's 2 (= two failures)."""
-    def error(message: str) -> NoReturn:
-        parser.print_usage(sys.stderr)
-        print(f"segapp batch: error: {message}", file=sys.stderr)
-        sys.exit(EXIT_BATCH_ERROR)
-
-    parser.error = error  # type: ignore[method-assign]
     return parser
 
 
@@ -103,28 +96,32 @@ def add_parser(subparsers: Any, method: str = "fastge") -> argparse.ArgumentPars
         "batch", help="segment a folder of images (process pool or Dask cluster)",
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    return _strict(configure(parser, method))
+    return configure(parser, method)
 
 
 def build_parser(method: str = "fastge") -> argparse.ArgumentParser:
-    """The parser of ``segapp batch`` with the flags of ``method`` (as ``segment``'s)."""
-    return _strict(configure(argparse.ArgumentParser(
+    """The parser of ``segapp batch`` with the flags of ``method`` (as ``segment``'s); a usage
+    error raises :class:`segapp.cli.UsageError` (one line, exit :data:`EXIT_BATCH_ERROR`)."""
+    from . import _Parser
+    return configure(_Parser(
         prog="segapp batch", description=DESCRIPTION, epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter), method))
+        formatter_class=argparse.RawDescriptionHelpFormatter), method)
 
 
 def main(argv: Sequence[str]) -> int:
     """``segapp batch ARGS``; returns the exit status (see the module docstring)."""
     from .. import methods
+    from . import UsageError
     from .flags import method_from_argv
     try:
         argv = list(argv)
         method = method_from_argv(argv)
         try:
             methods.get(method)  # an unknown --method fails before its flags are needed
-        except SegappError as exc:
+            args = build_parser(method).parse_args(argv)
+        except (SegappError, UsageError) as exc:
             return _fail(str(exc))
-        return run(build_parser(method).parse_args(argv))
+        return run(args)
     except KeyboardInterrupt:   # before or after the batch proper (start-up, shut-down)
         return _interrupted()
 
@@ -151,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
         _check_max_pixels(options)
         if args.pixel_limit < 0:
             raise SegappError(f"--pixel-limit must be ≥ 0 (0 = no limit), got {args.pixel_limit}")
+        if args.page is not None and args.page < 1:
+            raise SegappError(f"--page must be ≥ 1 (1 = the first page), got {args.page}")
         n = len(pairing.pairs)
         workers = args.workers if args.workers is not None else max(1, min(usable_cpus(), n))
         if args.scheduler is not None:
@@ -167,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
             result = run_batch(pairing, args.output, method=args.method, options=options,
                                overlay=args.overlay, overwrite=args.overwrite,
                                executor=executor, progress=not args.quiet,
-                               pixel_limit=args.pixel_limit or None, dataset=dataset)
+                               pixel_limit=args.pixel_limit or None, dataset=dataset,
+                               page=args.page)
             if args.coco or args.sidecar:
                 from pathlib import Path
 
@@ -196,17 +196,18 @@ def _check_max_pixels(options: dict[str, Any]) -> None:
 
 
 def _print_summary(result: Any, out_dir: str) -> None:
+    from . import print_after_success
     s = result.summary()
     minutes, seconds = divmod(result.seconds, 60)
-    print(f"segapp batch: {s['ok']} segmented, {s['failed']} failed, {s['skipped']} skipped "
-          f"(outputs existed), {s['no_scribbles']} without scribbles in "
-          f"{int(minutes)}m{seconds:04.1f}s on {result.executor}; report: "
-          f"{out_dir}/report.csv", file=sys.stderr)
+    lines = [f"segapp batch: {s['ok']} segmented, {s['failed']} failed, {s['skipped']} "
+             f"skipped (outputs existed), {s['no_scribbles']} without scribbles in "
+             f"{int(minutes)}m{seconds:04.1f}s on {result.executor}; report: "
+             f"{out_dir}/report.csv"]
     failed = [r for r in result.rows if r["status"] == "failed"]
-    for r in failed[:10]:
-        print(f"  failed: {r['image']}: {short_error(r)}", file=sys.stderr)
+    lines += [f"  failed: {r['image']}: {short_error(r)}" for r in failed[:10]]
     if len(failed) > 10:
-        print(f"  ... and {len(failed) - 10} more (see the report)", file=sys.stderr)
+        lines.append(f"  ... and {len(failed) - 10} more (see the report)")
+    print_after_success(lines, sys.stderr, "the report is written")
 
 
 def _interrupted() -> int:

@@ -12,7 +12,7 @@ import argparse
 from typing import Any, Sequence
 
 from ..errors import InvalidInputError
-from ..options import WORKING_PIXELS, Option
+from ..options import WORKING_PIXELS, Option, rules_text
 
 DEFAULT_METHOD = "fastge"
 
@@ -82,7 +82,7 @@ def add_method_arguments(parser: argparse.ArgumentParser, method: str) -> None:
                              f"{WORKING_PIXELS.default}; 0 = always full resolution)")
     known = options_of(method) if method in REGISTRY else ()
     opts = parser.add_argument_group(
-        f"options of method {method} (see 'segapp methods {method}')")
+        f"options of method {method} (see 'segapp methods {method}')", rules_text(known) or None)
     seen = set()
     for option in known:
         _add_option_flag(opts, option, hidden=False)

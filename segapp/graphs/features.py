@@ -13,6 +13,16 @@ same features up to sampling. ``s_c`` is measured on a regular sub-grid of at mo
 (deterministic). A flat image (``s_c = 0``) uses ``s_c = 1``.
 
 Features are produced in chunks of :data:`CHUNK` rows and never stored for all n points.
+
+Units
+-----
+Features given as an array are used in units of :attr:`Features.unit`, the power of two at or
+above their largest magnitude: ``rows`` returns ``X / unit``, every entry in [−1, 1]. The
+coding is invariant to the scale of the features (its width is a mean distance times
+``sigma_scale``; a given ``sigma`` is divided by ``unit`` too), and dividing by a power of two
+is exact, so well-scaled data give the same bits as before; what changes is that squared
+distances of features near 1e155 no longer overflow (issue 30: a broadcasting error in the
+coding) and those of features near 1e-160 no longer underflow to 0.
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ class Features(ABC):
 
     n: int
     dim: int
+    #: Feature units per unit of :meth:`rows` (module notes); 1 for images.
+    unit: float = 1.0
 
     @abstractmethod
     def rows(self, index: np.ndarray) -> np.ndarray:
@@ -43,7 +55,8 @@ class Features(ABC):
 
 
 class ArrayFeatures(Features):
-    """Features given as an (n, f) array (used as they are: scale them yourself)."""
+    """Features given as an (n, f) array, in units of their largest magnitude (module notes;
+    otherwise as they are: weigh their columns yourself)."""
 
     def __init__(self, X: np.ndarray) -> None:
         if isinstance(X, (str, bytes)):
@@ -58,12 +71,14 @@ class ArrayFeatures(Features):
             raise InvalidInputError("features contain NaN or infinite values")
         self.X = X
         self.n, self.dim = X.shape
+        top = float(np.max(np.abs(X))) if X.size else 0.0
+        self.unit = float(np.ldexp(1.0, int(np.frexp(top)[1]))) if top > 0 else 1.0
 
     def rows(self, index: np.ndarray) -> np.ndarray:
-        return np.asarray(self.X[index], dtype=np.float64)
+        return np.asarray(self.X[index], dtype=np.float64) / self.unit
 
     def chunk(self, lo: int, hi: int) -> np.ndarray:
-        return np.asarray(self.X[lo:hi], dtype=np.float64)
+        return np.asarray(self.X[lo:hi], dtype=np.float64) / self.unit
 
 
 class ImageFeatures(Features):

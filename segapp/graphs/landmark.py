@@ -142,8 +142,14 @@ class SparseCode:
     w: np.ndarray         # (n, r) float64 Nadaraya–Watson weights, rows sum to 1
     colsum: np.ndarray    # (p,) float64, D = diag(colsum)
     landmarks: np.ndarray  # (p, f)
-    sigma: float
+    sigma: float           # in the units of Features.rows
     kth: np.ndarray | None = None  # (n,) float32 distance to the r-th nearest landmark
+    unit: float = 1.0      # feature units per unit of Features.rows
+
+    @property
+    def feature_sigma(self) -> float:
+        """The kernel width in the features' own units (what diagnostics report)."""
+        return self.sigma * self.unit
 
     @property
     def n(self) -> int:
@@ -257,7 +263,10 @@ def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: flo
         sigma = sigma_scale * base
         if not sigma > 0:  # every point sits on a landmark: any positive width is equivalent
             sigma = 1.0
-    inv = -1.0 / (2.0 * sigma * sigma)
+    else:
+        sigma = sigma / features.unit        # given in the features' units
+    # σ² may underflow for a tiny given σ: the kernel is then 1 on the nearest landmark alone.
+    inv = -1.0 / max(2.0 * sigma * sigma, np.finfo(float).tiny)
     colsum = np.zeros(p)
     for lo in range(0, n, CHUNK):
         hi = min(lo + CHUNK, n)
@@ -273,7 +282,7 @@ def sparse_code(features: Features, landmarks: np.ndarray, r: int, *, sigma: flo
         newpos[~keep] = 0  # only referenced with weight 0
         idx = newpos[idx].astype(np.int32)
         colsum, landmarks = colsum[keep], landmarks[keep]
-    return SparseCode(idx, w, colsum, landmarks, float(sigma), kth)
+    return SparseCode(idx, w, colsum, landmarks, float(sigma), kth, features.unit)
 
 
 # -- painted pixels as landmarks ------------------------------------------------------------
@@ -360,7 +369,7 @@ def add_stroke_landmarks(base: SparseCode, features: Features, strokes: "Strokes
     I = np.hstack([old_idx.astype(np.int64), p0 + iE])
     order = np.argsort(D, axis=1, kind="stable")[:, :r]
     D, I = np.take_along_axis(D, order, 1), np.take_along_axis(I, order, 1)
-    w = np.exp(-(D ** 2 - D[:, :1] ** 2) / (2.0 * base.sigma ** 2))
+    w = np.exp(-(D ** 2 - D[:, :1] ** 2) / max(2.0 * base.sigma ** 2, np.finfo(float).tiny))
     w[~np.isfinite(D)] = 0.0
     w /= w.sum(axis=1, keepdims=True)
     record = StrokeRecoding(rows, old_idx, old_w)
@@ -372,7 +381,7 @@ def add_stroke_landmarks(base: SparseCode, features: Features, strokes: "Strokes
         colsum += np.bincount(base.idx[lo:hi].ravel(), weights=base.w[lo:hi].ravel(),
                               minlength=p0 + q)
     code = SparseCode(base.idx, base.w, colsum, np.vstack([base.landmarks, E]), base.sigma,
-                      base.kth)
+                      base.kth, base.unit)
     grown = np.zeros((p0 + q, p0 + q))
     grown[:p0, :p0] = raw
     grown += code._pair_sums(I, w) - code._pair_sums(old_idx, old_w)

@@ -8,10 +8,11 @@ from :class:`~segapp.gui.renderer.Renderer`.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import numpy as np
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..io import render
 from ..editing import AnnotationModel
@@ -35,15 +36,21 @@ class Display(QObject):
     message(str)
         Something for the status bar.
     status(str)
-        The line of the last segmentation, in plain words ("Segmented in 0.42 s").
+        What the solving is doing, always true: the running solve's method, stage and
+        seconds; else the shown result's line in plain words ("Segmented in 0.42 s, fast
+        solver"); else why there is none.
     details(str)
-        Its method and solver details (the tooltip of that line).
+        The shown result's method and solver details (the tooltip of that line).
+    progress(object fraction, float seconds)
+        The running solve's share done (None: unknown) and its seconds; (None, -1) when no
+        solve runs.
     """
 
     shownChanged = Signal(object)
     message = Signal(str)
     status = Signal(str)
     details = Signal(str)
+    progress = Signal(object, float)
 
     def __init__(self, state: AppState, canvas: Canvas, worker: SegmentationWorker,
                  edit_later: Callable[..., None], parent: QObject | None = None):
@@ -56,6 +63,15 @@ class Display(QObject):
         worker.resultReady.connect(self._on_result)
         worker.previewReady.connect(self._on_preview)
         worker.failed.connect(self._on_failed)
+        worker.progress.connect(self._on_progress)
+        worker.busy.connect(self._on_busy)
+        self._status = ""  # the shown result's status line (what the bar says when idle)
+        self._said = ""    # the last line said
+        self.status.connect(self._remember)
+        self._progress: tuple[Any, float] | None = None  # the last report, and when it came
+        self._ticker = QTimer(self)
+        self._ticker.setInterval(500)
+        self._ticker.timeout.connect(self._tick)
         state.events.image_changed.connect(self._on_image)
         state.watch(self.request, "method", "options")
         state.watch(self.draw_overlay, "shown", "boundaries", "unsure")
@@ -100,6 +116,9 @@ class Display(QObject):
         self.tag = self.worker.tag(self.state.stroke_key(), self.state.method,
                                    self.state.option_dict())
         if self.state.shown is not None and self.state.shown.tag == self.tag:
+            # back to what is on screen (scpc, then fastge again): nothing else is wanted
+            # now, so the solve that was started for the other request stops
+            self.worker.cancel()
             return
         self.worker.request(model.scribbles, self.state.stroke_key(), self.state.method,
                             self.state.option_dict(), debounce=debounce)
@@ -121,7 +140,9 @@ class Display(QObject):
                  f"{'s' if len(lost) > 1 else ''} {', '.join(map(str, lost))}: it ignores the "
                  "strokes when clustering (choose a constrained method to keep every label)")
         emit(self.details, words.result_details(seg))
-        emit(self.status, words.result_status(result.seconds, cached, seg.diagnostics))
+        self._status = words.result_status(result.seconds, cached, seg.diagnostics)
+        emit(self.status, self._status)
+        emit(self.progress, None, -1.0)
 
     def _on_preview(self, tag: Any, result: Result) -> None:
         if tag == self.tag and (self.state.shown is None or self.state.shown.tag != tag):
@@ -132,8 +153,60 @@ class Display(QObject):
 
     def _on_failed(self, tag: Any, message: str) -> None:
         if tag == self.tag:
-            emit(self.status, "failed")
+            self._status = "Segmentation failed"
+            emit(self.status, self._status)
             emit(self.message, f"error: Segmentation failed: {message}")
+
+    def _on_progress(self, tag: Any, progress: Any) -> None:
+        if tag != self.tag:
+            return
+        self._progress = (progress, time.perf_counter())
+        self._tick()
+        self._ticker.start()
+
+    def _tick(self) -> None:
+        """The running solve's line, its seconds counted on between the solve's reports."""
+        if self._progress is None or not self.worker.is_busy:
+            self._ticker.stop()
+            return
+        progress, at = self._progress
+        seconds = progress.seconds + time.perf_counter() - at
+        share = f" {progress.fraction:.0%}" if progress.fraction is not None else ""
+        shown = self.state.shown
+        preview = ("coarse preview (hatched) shown, the answer follows: " if shown is not None
+                   and shown.tag == self.tag and shown.result.preview else "")
+        emit(self.status, f"{progress.method}: {preview}{progress.stage}…{share} "
+                          f"{seconds:.0f} s")
+        emit(self.progress, progress.fraction, seconds)
+
+    def _on_busy(self, busy: bool) -> None:
+        """No solve runs for the strokes on screen: the bar says what is shown, not that a
+        solve runs (it stayed "segmenting…" after a method switch, issue 32)."""
+        if busy:
+            return
+        self._progress = None
+        self._ticker.stop()
+        shown = self.state.shown
+        if shown is not None and shown.tag == self.tag and shown.result.preview:
+            text = (f"stopped; showing the coarse preview (hatched) of "
+                    f"{shown.result.segmentation.method}")
+        elif self.tag is None or (shown is not None and shown.tag == self.tag):
+            text = self._status
+        elif shown is None:
+            text = "stopped: no answer yet (paint a stroke to segment again)"
+        else:
+            text = (f"stopped; showing the earlier answer "
+                    f"({shown.result.segmentation.method})")
+        if text != self._said:
+            emit(self.status, text)
+        emit(self.progress, None, -1.0)
+
+    def _remember(self, text: str) -> None:
+        self._said = text
+
+    def cancel_solve(self) -> None:
+        """Stop the running solve (the Cancel button): the strokes and the shown answer stay."""
+        self.worker.cancel()
 
     # -- drawing ---------------------------------------------------------------------------
     def draw_overlay(self) -> None:

@@ -88,7 +88,12 @@ def load_image(path: Path, step: Step, *, scribbles: np.ndarray | None = None,
         pixels = declared_pixels(path)
         if pixels is not None and pixels > pixel_limit:
             raise TooLarge(path, pixels, pixel_limit)
-    image = io.read_image(path, pixel_limit=None)
+    try:
+        image = io.read_image(path, pixel_limit=None)
+    except io.MultiPageError as exc:   # the app's words: it has no --page
+        raise InvalidInputError(f"{path.name} holds {exc.pages} pages or frames (a multi-page "
+                                "TIFF or an animation); the app opens single images: save the "
+                                "page you want as its own file") from None
     if scribbles is None and strokes_of is not None:
         scribbles = strokes_of(image.shape[:2])
     return _prepare(path, image, step, scribbles, labels)

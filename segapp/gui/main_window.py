@@ -120,6 +120,9 @@ class MainWindow(QMainWindow):
         self.display.status.connect(self.time_label.setText)
         self.display.details.connect(self.time_label.setToolTip)
         self.worker.busy.connect(self.status.busy)
+        self.display.progress.connect(self.status.solve_progress)
+        self.cancel_solve_button = self.status.cancel_solve_button
+        self.cancel_solve_button.clicked.connect(self.display.cancel_solve)
 
         self._dock_widths: dict[QDockWidget, int] = {}  # widths the panels gave up
         self.actions_by_name: dict[str, QAction] = {}

@@ -68,6 +68,10 @@ class MessageBar(QFrame):
         return self.label.text() if self.isVisible() else ""
 
 
+#: Seconds after which a running solve shows its Stop button.
+STOP_AFTER = 2.0
+
+
 class StatusWidgets:
     """The permanent widgets of a window's status bar: the progress of opening a file with its
     cancel button, solve progress, export progress with its cancel button, the last solve's
@@ -94,10 +98,14 @@ class StatusWidgets:
         self.cancel_export_button = QPushButton("Cancel export", window)
         self.cancel_export_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.cancel_export_button.hide()
+        self.cancel_solve_button = QPushButton("Stop", window)
+        self.cancel_solve_button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.cancel_solve_button.setToolTip("Stop this segmentation (the strokes stay)")
+        self.cancel_solve_button.hide()
         self.time_label = QLabel("", window)
         self.zoom_label = QLabel("", window)
-        for w in (self.load_bar, self.cancel_load_button, self.export_bar, self.cancel_export_button, self.progress, self.time_label,
-                  self.zoom_label):
+        for w in (self.load_bar, self.cancel_load_button, self.export_bar, self.cancel_export_button, self.progress,
+                  self.cancel_solve_button, self.time_label, self.zoom_label):
             window.statusBar().addPermanentWidget(w)
         self._solving = False
         self._editing = ""  # the whole-map edit being prepared ("Filling a region"), if any
@@ -119,6 +127,19 @@ class StatusWidgets:
         self._show_busy()
         if busy:
             self.time_label.setText("segmenting…")
+        else:
+            self.solve_progress(None, -1.0)
+
+    def solve_progress(self, fraction: float | None, seconds: float) -> None:
+        """The running solve's share done (None: unknown) and seconds (< 0: none runs). A
+        solve past :data:`STOP_AFTER` seconds offers to stop it."""
+        running = seconds >= 0
+        if running and fraction is not None:
+            self.progress.setRange(0, 100)
+            self.progress.setValue(int(round(100 * fraction)))
+        else:
+            self.progress.setRange(0, 0)         # busy indicator
+        self.cancel_solve_button.setVisible(running and seconds >= STOP_AFTER)
 
     def edit_progress(self, _step: int, steps: int, what: str) -> None:
         """A fill, clear or big undo is being prepared (``steps`` > 0) or none is: the same

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QLockFile
 
+from ..io.atomic import remove_stale_temporaries
 from .journal import JOURNAL_NAME, Journal, Recovered
 
 LOCK_NAME = "lock"
@@ -99,10 +100,8 @@ class Orphan:
         """Delete the temporary files of its unfinished exports; return the files not written."""
         missing: list[str] = []
         for export in (self.recovered.exports if self.recovered else []):
-            for p in map(Path, export["paths"]):
-                for tmp in p.parent.glob(f".{p.name}.*.tmp"):
-                    with contextlib.suppress(OSError):
-                        tmp.unlink()
+            for folder in {Path(p).parent for p in export["paths"]}:
+                remove_stale_temporaries(folder)     # segapp's own leftovers, no live writer's
             missing += export["missing"]
         return missing
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable
 
 import numpy as np
@@ -35,12 +35,28 @@ log = logging.getLogger(__name__)
 DEBOUNCE_MS = 40
 
 
+#: Seconds between two progress reports of one solve (a stage change is reported at once).
+PROGRESS_INTERVAL = 0.25
+
+
 class _Signals(QObject):
     # Emitted from the worker thread; Qt queues them to the receiver's (GUI) thread.
     finished = Signal(int, object, object)  # generation, tag, Result
     preview = Signal(int, object, object)  # generation, tag, Result
     failed = Signal(int, object, str)  # generation, tag, message
     cancelled = Signal(int, object)  # generation, tag
+    progress = Signal(int, object, object)  # generation, tag, Progress
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a running solve is: its method, stage, how far (0..1, None if unknown) and
+    seconds since it started."""
+
+    method: str
+    stage: str
+    fraction: float | None
+    seconds: float
 
 
 class _SolveJob(QRunnable):
@@ -48,11 +64,25 @@ class _SolveJob(QRunnable):
         super().__init__()
         self.req, self.engine, self.signals = req, engine, signals
         self.setAutoDelete(True)
+        self._last = (0.0, "")
+
+    def _progress(self, t0: float) -> Callable[[str, float | None, float | None], None]:
+        def report(stage: str, done: float | None, total: float | None) -> None:
+            now = time.perf_counter()
+            if stage == self._last[1] and now - self._last[0] < PROGRESS_INTERVAL:
+                return
+            self._last = (now, stage)
+            fraction = None if done is None or not total else min(1.0, done / total)
+            emit(self.signals.progress, self.req.generation, self.req.tag,
+                 Progress(self.req.method, stage, fraction, now - t0))
+        return report
 
     def run(self) -> None:
         req, t = self.req, time.perf_counter()
         try:
-            seg = self.engine.solve(req, preview=self._preview(t))
+            report = self._progress(t)
+            report("starting", None, None)
+            seg = self.engine.solve(req, preview=self._preview(t), progress=report)
             # what the person waited for: the solve and the result made ready to show
             result = make_result(seg, 0.0)
             result = replace(result, seconds=time.perf_counter() - t)
@@ -83,7 +113,11 @@ class SegmentationWorker(QObject):
     Signals
     -------
     busy(bool)
-        A solve is queued or running (True) / nothing is pending (False).
+        A solve of the newest request is queued or running (True) / none is (False). A
+        cancelled solve that has not stopped yet (it stops at its next check) is not counted:
+        nobody waits for it.
+    progress(object tag, Progress)
+        Where the newest request's solve is (stage, fraction, seconds).
     resultReady(object tag, object Result, bool cached)
         A result of the newest request (from the cache: at once, inside :meth:`request`).
     previewReady(object tag, object Result)
@@ -99,6 +133,7 @@ class SegmentationWorker(QObject):
     previewReady = Signal(object, object)
     failed = Signal(object, str)
     cancelled = Signal(object)
+    progress = Signal(object, object)
 
     def __init__(self, parent: QObject | None = None, debounce_ms: int = DEBOUNCE_MS,
                  cache_bytes: int = CACHE_BYTES) -> None:
@@ -110,10 +145,11 @@ class SegmentationWorker(QObject):
         self._signals.preview.connect(self._on_preview)
         self._signals.failed.connect(self._on_failed)
         self._signals.cancelled.connect(self._on_cancelled)
+        self._signals.progress.connect(self._on_progress)
         self.engine = LiveEngine()
         self.results = ResultCache(cache_bytes)
         self._pending: dict[str, Any] | None = None
-        self._running = 0  # submitted jobs that have not reported back
+        self._running: list[int] = []  # generations of submitted jobs not reported back
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(debounce_ms)
@@ -144,7 +180,14 @@ class SegmentationWorker(QObject):
 
     @property
     def is_busy(self) -> bool:
-        return self._running > 0 or self._timer.isActive()
+        """A request is waiting, or the newest one is being solved (not a cancelled one)."""
+        return (self._timer.isActive() or self._pending is not None
+                or any(self.engine.is_current(g) for g in self._running))
+
+    @property
+    def is_running(self) -> bool:
+        """Any solve still on the worker thread, cancelled ones included (shutdown, tests)."""
+        return bool(self._running)
 
     def tag(self, strokes_key: Hashable, method: str, options: dict[str, Any]) -> tuple:
         """What identifies a result: image, stroke set, method and options."""
@@ -185,9 +228,8 @@ class SegmentationWorker(QObject):
         """Cancel the running solve and drop any pending request."""
         self._timer.stop()
         self._pending = None
-        self.engine.cancel()  # whatever is in flight is stale now
-        if self._running == 0:
-            emit(self.busy, False)
+        self.engine.cancel()  # whatever is in flight is stale now: nobody waits for it
+        emit(self.busy, False)
 
     def wait_idle(self, msecs: int = 5000) -> bool:
         """Block until the pool is idle (for shutdown and tests)."""
@@ -199,31 +241,37 @@ class SegmentationWorker(QObject):
             return
         req = self.engine.request(p["tag"], self._image_token, self._image, p["scribbles"],
                                   p["method"], p["options"])
-        self._running += 1
+        self._running.append(req.generation)
         self._pool.start(_SolveJob(req, self.engine, self._signals))
 
     # -- results (GUI thread) --------------------------------------------------------------
-    def _job_done(self) -> None:
-        self._running -= 1
+    def _job_done(self, generation: int) -> None:
+        self._running.remove(generation)
         if not self.is_busy:
             emit(self.busy, False)
 
+    def _on_progress(self, generation: int, tag: Hashable, progress: Progress) -> None:
+        if self.engine.is_current(generation):
+            emit(self.progress, tag, progress)
+
     def _on_finished(self, generation: int, tag: Hashable, result: Result) -> None:
-        self._job_done()
         if tag[0] == self._image_token:
             self.results.put(tag, result)  # a superseded result may still be undone to
+        self._running.remove(generation)
         if self.engine.is_current(generation):  # stale generations are not shown
             emit(self.resultReady, tag, result, False)
+        if not self.is_busy:   # after the result: what is shown is then the answer
+            emit(self.busy, False)
 
     def _on_preview(self, generation: int, tag: Hashable, result: Result) -> None:
         if self.engine.is_current(generation):
             emit(self.previewReady, tag, result)
 
     def _on_failed(self, generation: int, tag: Hashable, message: str) -> None:
-        self._job_done()
+        self._job_done(generation)
         if self.engine.is_current(generation):
             emit(self.failed, tag, message)
 
     def _on_cancelled(self, generation: int, tag: Hashable) -> None:
-        self._job_done()
+        self._job_done(generation)
         emit(self.cancelled, tag)

@@ -1,10 +1,25 @@
 """Writing files atomically: the destination is the old file or the complete new one, never half.
 
-Data goes to a hidden temporary file in the destination's directory (same file system, so the
-rename is atomic), is flushed and fsync'ed, then renamed into place; a set of PNGs is staged
-completely before any is renamed. Problems with the destination (missing directory, no
-permission, disk full) are the matching :class:`OSError` subclass with a one-line message
-naming the file; data that cannot be encoded is an :class:`~segapp.errors.InvalidInputError`.
+One writer (:func:`write_files_atomic`) behind every output of segapp. A destination is
+resolved first: its symbolic links are followed to the file they name (writing a link writes
+its target and leaves the link a link), and what it names must be a new or a regular file —
+never a device, FIFO, socket or directory, which the rename would replace. Data goes to a
+hidden temporary file in that file's directory (same file system, so the rename is atomic),
+is flushed and fsync'ed, then renamed into place; a set of files is staged completely before
+any is renamed. Problems with the destination (missing directory, no permission, disk full)
+are the matching :class:`OSError` subclass with a one-line message naming the file; data that
+cannot be encoded is an :class:`~segapp.errors.InvalidInputError`.
+
+Temporary files
+---------------
+Named ``.segapp-<16 hex digits>.tmp`` (:data:`TEMPORARY`): the same length whatever the
+destination's name, so a name of up to 255 bytes can be written, and a pattern no other
+program's files match. The writer holds an exclusive :func:`fcntl.flock` on its temporary
+from its creation until the rename, and the lock goes with the process, kill -9 included: a
+temporary whose lock can be taken is a killed writer's leftover, and
+:func:`remove_stale_temporaries` removes only those (never a live writer's, of this or of
+another process; never a file of another name). Where there is no ``flock`` (Windows) an
+open file cannot be deleted, which protects a live writer the same way.
 """
 
 from __future__ import annotations
@@ -12,8 +27,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Mapping, Sequence
 
@@ -22,6 +39,11 @@ from PIL import Image
 
 from ..errors import InvalidInputError
 from .opening import PathLike, _describe
+
+try:
+    import fcntl
+except ImportError:   # Windows: an open file cannot be deleted (module notes)
+    fcntl = None  # type: ignore[assignment]
 
 
 def _to_pil(array: np.ndarray) -> Image.Image:
@@ -77,18 +99,108 @@ def _reason(exc: OSError) -> str:
     return (exc.strerror or str(exc)).lower()
 
 
-def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
-    """Create a new hidden temp file next to the target (same filesystem -> atomic rename)."""
+# -- temporary files -----------------------------------------------------------------------
+#: The names of segapp's temporary files (module notes).
+TEMPORARY = re.compile(r"\.segapp-[0-9a-f]{16}\.tmp")
+
+
+def _lock(fd: int, block: bool) -> bool:
+    """An exclusive flock on ``fd``; False if another holds it (and ``block`` is False)."""
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    except OSError as exc:      # a file system without locks: nothing to compete with
+        if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            return True
+        raise
+    return True
+
+
+def _names(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        a, b = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _create_temp(directory: Path) -> tuple[int, Path]:
+    """A new locked temporary file in ``directory`` (same file system: atomic rename)."""
     for _ in range(16):
-        tmp = directory / f".{name}.{secrets.token_hex(4)}.tmp"
+        tmp = directory / f".segapp-{secrets.token_hex(8)}.tmp"
         try:
             # 0o666 & ~umask, like a normal file (mkstemp's 0o600 would leak into the result).
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                          0o666)
-            return fd, tmp
         except FileExistsError:
             continue
+        try:
+            _lock(fd, block=True)
+            # A cleaner may have taken the new file for a leftover between its creation and
+            # the lock (it unlinks under the lock): then start again.
+            if _names(fd, tmp):
+                return fd, tmp
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
     raise FileExistsError(f"cannot create a temporary file in {directory}")  # pragma: no cover
+
+
+def remove_stale_temporaries(directory: PathLike) -> list[Path]:
+    """Delete the temporary files killed segapp writers left in ``directory``; return them.
+
+    Only files named like :data:`TEMPORARY` whose lock no process holds (module notes): a
+    live writer's temporary, segapp's own or another instance's, and every other file stay.
+    """
+    removed: list[Path] = []
+    try:
+        names = [e.name for e in os.scandir(directory) if TEMPORARY.fullmatch(e.name)]
+    except OSError:
+        return removed
+    for name in names:
+        path = Path(directory) / name
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            continue
+        try:
+            if (fcntl is None or _lock(fd, block=False)) and _names(fd, path) \
+                    and stat.S_ISREG(os.fstat(fd).st_mode):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:          # in use (Windows), or gone meanwhile
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+@dataclass
+class _Staged:
+    """A complete temporary file, still open (its lock held) until it is published."""
+
+    shown: Path          # the destination as the caller named it (messages)
+    dest: Path           # the file written: ``shown`` with its links resolved
+    tmp: Path
+    fd: int
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
+        self.close()
+
+    def close(self) -> None:
+        """Close (and so unlock) the temporary file, once."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -101,12 +213,197 @@ def _fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
+# -- destinations --------------------------------------------------------------------------
+def _kind(mode: int) -> str:
+    return ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+class _NotRegular(FileExistsError):
+    """The destination is a device, FIFO or socket (the message is complete)."""
+
+
+def _not_regular(shown: Path, mode: int) -> FileExistsError:
+    exc = _NotRegular(f"cannot write {shown}: it is {_kind(mode)}, not a regular file; "
+                          "choose a file name")
+    exc.errno = errno.EEXIST
+    return exc
+
+
+def resolve_output(path: PathLike) -> Path:
+    """The file writing ``path`` writes: ``path`` with its symbolic links followed.
+
+    Raises the OSError writing it would raise when it names anything but a new or a regular
+    file: a directory (IsADirectoryError), a device, FIFO or socket (FileExistsError), a link
+    that cannot be followed to the file it names (``/proc/self/fd/N`` of a deleted file), or
+    a name the system refuses (too long, a loop of links).
+    """
+    shown = Path(path)
+    try:
+        st = os.stat(shown)                       # through every link
+    except FileNotFoundError:                     # new, or a link to a new file
+        st = None
+    except OSError as exc:
+        raise _os_error(exc, f"cannot write {shown}: {_reason(exc)}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"cannot write {shown}: it is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise _not_regular(shown, st.st_mode)
+    real = Path(os.path.realpath(shown))
+    if st is not None:
+        try:
+            again = os.stat(real)
+            same = (again.st_dev, again.st_ino) == (st.st_dev, st.st_ino)
+        except OSError:
+            same = False
+        if not same:
+            exc = FileExistsError(f"cannot write {shown}: it is a link to a file that has no "
+                                  "name to write to; choose a file name")
+            exc.errno = errno.EEXIST
+            raise exc
+    return real
+
+
+def _check_destination(shown: Path, overwrite: bool) -> Path:
+    """The resolved destination of ``shown`` (:func:`resolve_output`), in an existing
+    directory, and new unless ``overwrite``."""
+    real = resolve_output(shown)
+    if not real.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {shown}: directory {real.parent} does not exist")
+    if not overwrite and os.path.lexists(real):
+        raise FileExistsError(f"cannot write {shown}: file exists (overwrite not allowed)")
+    return real
+
+
+# -- the writer ----------------------------------------------------------------------------
+Writer = Callable[[BinaryIO], object]
+
+
+def write_files_atomic(items: Sequence[tuple[PathLike, Writer]],
+                       overwrite: bool = True) -> list[Path]:
+    """Write several files as one set: all of them, or (as far as the OS allows) none.
+
+    Each destination is resolved and checked (:func:`resolve_output`), then every
+    ``write(fh)`` fills a temporary file next to its destination; only when all of them are
+    complete are they renamed into place (renames within a directory do not fail for lack of
+    space). Any failure before that removes every temporary file and leaves all destinations
+    untouched. Should a rename fail, the error says which files were written and which were
+    not.
+
+    Parameters
+    ----------
+    items : sequence of (path, write)
+        Destinations (distinct) and the callables that write their bytes to a binary file.
+    overwrite : bool, optional
+        If False and a destination exists, nothing is written (FileExistsError).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The written paths as given, in order.
+
+    Raises
+    ------
+    OutputClashError
+        Two destinations are the same file (a :class:`FileExistsError`).
+    segapp.errors.InvalidInputError
+        A ``write`` failed on the data (not the disk).
+    OSError
+        As for :func:`write_png_atomic`.
+    """
+    shown = [Path(p) for p, _ in items]
+    check_distinct(shown)
+    dests = [_check_destination(p, overwrite) for p in shown]
+    staged: list[_Staged] = []
+    try:
+        for p, real, (_, write) in zip(shown, dests, items):
+            staged.append(_stage(p, real, write))
+    except BaseException:
+        for s in staged:
+            s.discard()
+        raise
+    written: list[Path] = []
+    for i, s in enumerate(staged):
+        try:
+            _publish(s, overwrite)
+        except OSError as exc:
+            for rest in staged[i:]:
+                rest.discard()
+            done = f"wrote {', '.join(map(str, written))}; " if written else ""
+            left = [str(d) for d in shown[i + 1:]]
+            missing = f"; not written: {', '.join(left)}" if left else ""
+            if isinstance(exc, _NotRegular):
+                raise FileExistsError(f"{done}{exc}{missing}") from exc
+            if isinstance(exc, FileExistsError) and not overwrite:
+                raise FileExistsError(f"{done}cannot write {s.shown}: file exists (overwrite "
+                                      f"not allowed){missing}") from exc
+            raise _os_error(exc, f"{done}cannot write {s.shown}: {_reason(exc)}{missing}") \
+                from exc
+        written.append(s.shown)
+        _fsync_directory(s.dest.parent)
+    return written
+
+
+def _stage(shown: Path, dest: Path, write: Writer) -> _Staged:
+    """``write(fh)`` into a new locked temporary file next to ``dest``, fsync'ed; kept open."""
+    fd: int | None = None
+    tmp: Path | None = None
+    try:
+        fd, tmp = _create_temp(dest.parent)
+        fh = os.fdopen(os.dup(fd), "wb")    # closing it keeps ``fd``, and so the lock
+        with fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return _Staged(shown, dest, tmp, fd)
+    except BaseException as exc:
+        if fd is not None:
+            _Staged(shown, dest, tmp, fd).discard()
+        if isinstance(exc, OSError):
+            raise _os_error(exc, f"cannot write {shown}: {_reason(exc)}") from exc
+        if isinstance(exc, Exception):   # an encoder failure is about the data, not the disk
+            raise InvalidInputError(f"cannot write {shown}: {_describe(exc)}") from exc
+        raise
+
+
+def _publish(s: _Staged, overwrite: bool) -> None:
+    """Move the finished temporary file to its destination atomically, then unlock it."""
+    try:
+        st = os.stat(s.dest)          # again: a FIFO or device may have appeared meanwhile
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        s.close()
+        raise _not_regular(s.shown, st.st_mode)
+    try:
+        if overwrite:
+            os.replace(s.tmp, s.dest)
+            return
+        # A hard link fails if dest appeared meanwhile, closing the exists()-check race.
+        try:
+            os.link(s.tmp, s.dest)
+        except FileExistsError:
+            raise
+        except OSError:  # filesystem without hard links: best effort
+            if os.path.lexists(s.dest):
+                raise FileExistsError(errno.EEXIST, "file exists") from None
+            os.replace(s.tmp, s.dest)
+            return
+        with contextlib.suppress(OSError):  # dest is complete; a stray temp link is harmless
+            os.unlink(s.tmp)
+    finally:
+        s.close()
+
+
+# -- the forms callers use -----------------------------------------------------------------
 def write_png_atomic(path: PathLike, array: np.ndarray, overwrite: bool = True) -> Path:
     """Write a PNG so that ``path`` is either the old file or the complete new one.
 
     The data goes to a temporary file in the same directory, is flushed and fsync'ed, then
     renamed over ``path`` with :func:`os.replace`; on any error the temporary file is removed
-    and an existing ``path`` is left untouched.
+    and an existing ``path`` is left untouched. A symbolic link is followed: its target is
+    written and the link stays.
 
     Parameters
     ----------
@@ -129,22 +426,17 @@ def write_png_atomic(path: PathLike, array: np.ndarray, overwrite: bool = True) 
         The array cannot be written as PNG (dtype, shape, value range).
     FileNotFoundError, PermissionError, FileExistsError, IsADirectoryError, OSError
         The destination cannot be written (missing directory, not writable, exists with
-        ``overwrite=False``, disk full) or is not a regular file (a device such as
-        ``/dev/null``, a FIFO, a socket: the rename would replace it — FileExistsError); the
-        message is one line naming ``path``.
+        ``overwrite=False``, disk full, name too long) or is not a regular file (a device
+        such as ``/dev/null``, a FIFO, a socket: the rename would replace it —
+        FileExistsError); the message is one line naming ``path``.
     """
     return write_pngs_atomic([(path, array)], overwrite)[0]
 
 
 def write_pngs_atomic(items: Sequence[tuple[PathLike, np.ndarray]],
                       overwrite: bool = True) -> list[Path]:
-    """Write several PNGs as one set: all of them, or (as far as the OS allows) none.
-
-    Every array is validated and encoded into a temporary file next to its destination first;
-    only when all of them are complete are they renamed into place (renames within a
-    directory do not fail for lack of space). Any failure before that removes every temporary
-    file and leaves all destinations untouched. Should a rename fail, the error says which
-    files were written and which were not.
+    """Write several PNGs as one set (:func:`write_files_atomic`); every array is validated
+    before the disk is touched.
 
     Parameters
     ----------
@@ -167,52 +459,24 @@ def write_pngs_atomic(items: Sequence[tuple[PathLike, np.ndarray]],
     segapp.errors.InvalidInputError, OSError
         As for :func:`write_png_atomic`.
     """
-    dests = [Path(p) for p, _ in items]
-    check_distinct(dests)
     writers = [_writer(a) for _, a in items]  # validate everything before touching the disk
-    for p in dests:
-        _check_destination(p, overwrite)   # staging below is the real test of the directory
-    staged: list[Path] = []
-    try:
-        for p, write in zip(dests, writers):
-            staged.append(_stage(p, write))
-    except BaseException:
-        _discard(staged)
-        raise
-    written: list[Path] = []
-    for i, (p, tmp) in enumerate(zip(dests, staged)):
-        try:
-            _publish(tmp, p, overwrite)
-        except OSError as exc:
-            _discard(staged[i:])
-            done = f"wrote {', '.join(map(str, written))}; " if written else ""
-            rest = [str(d) for d in dests[i + 1:]]
-            missing = f"; not written: {', '.join(rest)}" if rest else ""
-            if isinstance(exc, FileExistsError) and not overwrite:
-                raise FileExistsError(f"{done}cannot write {p}: file exists (overwrite not "
-                                      f"allowed){missing}") from exc
-            raise _os_error(exc, f"{done}cannot write {p}: {_reason(exc)}{missing}") from exc
-        written.append(p)
-        _fsync_directory(p.parent)
-    return written
+    return write_files_atomic([(p, w) for (p, _), w in zip(items, writers)], overwrite)
 
 
 def check_writable(path: PathLike, overwrite: bool = True) -> None:
     """Raise the OSError writing ``path`` would raise, without writing it.
 
-    The directory must exist and accept a new file (a temporary file is created and removed:
-    permission bits alone miss read-only mounts and ACLs); ``path`` must not be a directory,
-    nor exist when ``overwrite`` is False.
+    ``path`` must name a new or regular file (after its links are followed) in an existing
+    directory that accepts a new file (a temporary file is created and removed: permission
+    bits alone miss read-only mounts and ACLs), and must not exist when ``overwrite`` is False.
     """
     p = Path(path)
-    _check_destination(p, overwrite)
+    real = _check_destination(p, overwrite)
     try:
-        fd, tmp = _create_temp(p.parent, p.name)
+        fd, tmp = _create_temp(real.parent)
     except OSError as exc:
         raise _os_error(exc, f"cannot write {p}: {_reason(exc)}") from exc
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)
+    _Staged(p, real, tmp, fd).discard()
 
 
 class OutputClashError(FileExistsError):
@@ -221,13 +485,15 @@ class OutputClashError(FileExistsError):
 
 
 def same_file(a: PathLike, b: PathLike) -> bool:
-    """Whether ``a`` and ``b`` name the same file: the same absolute path, or (both existing)
-    the same inode, through symlinks, hard links and ``..``."""
+    """Whether ``a`` and ``b`` name the same file: the same path once links and ``..`` are
+    resolved, or (both existing) the same inode, through hard links too."""
     if os.path.abspath(a) == os.path.abspath(b):
         return True
     try:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
         return os.path.samefile(a, b)
-    except OSError:               # one of them does not exist (yet): different files
+    except (OSError, ValueError):  # one of them does not exist (yet): different files
         return False
 
 
@@ -251,105 +517,19 @@ def check_distinct(outputs: Sequence[PathLike],
                                        f"file ({other}); choose distinct names")
 
 
-def _check_destination(p: Path, overwrite: bool) -> None:
-    directory = p.parent
-    if not directory.is_dir():
-        raise FileNotFoundError(f"cannot write {p}: directory {directory} does not exist")
-    if p.is_dir():
-        raise IsADirectoryError(f"cannot write {p}: it is a directory")
-    _check_regular(p)
-    if not overwrite and p.exists():
-        raise FileExistsError(f"cannot write {p}: file exists (overwrite not allowed)")
-
-
-def _check_regular(p: Path) -> None:
-    """Refuse a destination that exists and is not a regular file (through symlinks).
-
-    The atomic rename would *replace* a device node (``/dev/null`` as root), a FIFO or a
-    socket with a regular file: the rename goes over the name, not into the device.
-    """
-    try:
-        mode = os.stat(p).st_mode
-    except OSError:          # missing (the usual case) or a dangling link: a new file
-        return
-    if not stat.S_ISREG(mode):
-        kind = ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
-                "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
-                "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-        exc = FileExistsError(f"cannot write {p}: it is {kind}, not a regular file; choose a "
-                              "file name")
-        exc.errno = errno.EEXIST
-        raise exc
-
-
 def write_bytes_atomic(path: PathLike, data: bytes, overwrite: bool = True) -> Path:
     """Write ``data`` so that ``path`` is either the old file or the complete new one.
 
     Same guarantees and errors as :func:`write_png_atomic` (the app uses it for its session
     and recovery files).
     """
-    p = Path(path)
-    check_writable(p, overwrite)
-    tmp = _stage(p, lambda fh: fh.write(data))
-    try:
-        _publish(tmp, p, overwrite)
-    except OSError as exc:
-        _discard([tmp])
-        if isinstance(exc, FileExistsError) and not overwrite:
-            raise FileExistsError(f"cannot write {p}: file exists (overwrite not allowed)") from exc
-        raise _os_error(exc, f"cannot write {p}: {_reason(exc)}") from exc
-    _fsync_directory(p.parent)
-    return p
+    return write_files_atomic([(path, lambda fh: fh.write(data))], overwrite)[0]
 
 
 def write_text_atomic(path: PathLike, text: str, overwrite: bool = True) -> Path:
     """Write ``text`` as UTF-8 (no newline translation) so that ``path`` is either the old file
     or the complete new one; same guarantees and errors as :func:`write_bytes_atomic`."""
     return write_bytes_atomic(path, text.encode("utf-8"), overwrite)
-
-
-def _stage(p: Path, write: Callable[[BinaryIO], object]) -> Path:
-    """``write(fh)`` into a new temporary file next to ``p``, fsync'ed; returns its path."""
-    tmp: Path | None = None
-    try:
-        fd, tmp = _create_temp(p.parent, p.name)
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return tmp
-    except OSError as exc:
-        _discard([tmp] if tmp is not None else [])
-        raise _os_error(exc, f"cannot write {p}: {_reason(exc)}") from exc
-    except Exception as exc:  # an encoder failure is about the data, not the disk
-        _discard([tmp] if tmp is not None else [])
-        raise InvalidInputError(f"cannot write {p}: {_describe(exc)}") from exc
-
-
-def _discard(paths: Sequence[Path]) -> None:
-    for t in paths:
-        with contextlib.suppress(OSError):
-            os.unlink(t)
-
-
-def _publish(tmp: Path, dest: Path, overwrite: bool) -> None:
-    """Move the finished temp file to ``dest`` atomically."""
-    _check_regular(dest)      # again: a FIFO or device may have appeared since the check
-    if overwrite:
-        os.replace(tmp, dest)
-        return
-    # A hard link fails if dest appeared meanwhile, closing the exists()-check race.
-    try:
-        os.link(tmp, dest)
-    except FileExistsError:
-        raise
-    except OSError:  # filesystem without hard links: best effort
-        if dest.exists():
-            raise FileExistsError(errno.EEXIST, "file exists") from None
-        os.replace(tmp, dest)
-        return
-    with contextlib.suppress(OSError):  # dest is complete; a stray temp link is harmless
-        os.unlink(tmp)
 
 
 def save_labels(path: PathLike, labels: np.ndarray, overwrite: bool = True) -> Path:

@@ -13,16 +13,23 @@ from .opening import (_GREY_16BIT_MODES, DEFAULT_PIXEL_LIMIT, PathLike, _describ
                       _open_image)
 
 
-def read_image(path: PathLike, *, pixel_limit: int | None = DEFAULT_PIXEL_LIMIT) -> np.ndarray:
+def read_image(path: PathLike, *, pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
+               page: int | None = None) -> np.ndarray:
     """Read an image file as float32 in [0, 1].
 
     Parameters
     ----------
     path : str or os.PathLike
-        Any format Pillow reads (first frame of animations / multi-page files).
+        Any format Pillow reads.
     pixel_limit : int or None
         Refuse files declaring more pixels (checked before decoding;
         :data:`DEFAULT_PIXEL_LIMIT`); None = no limit.
+    page : int or None
+        Which page (1 = the first) of a file that holds several: a multi-page TIFF (its
+        reduced-resolution thumbnails are not pages), the frames of an animated GIF, PNG or
+        WebP. Without it such a file is refused (:class:`~segapp.io.opening.MultiPageError`,
+        which says how many there are), never read as its first page. A camera JPEG's later
+        frames (MPO: previews, depth maps) are not pages: its photo is read.
 
     Returns
     -------
@@ -43,9 +50,10 @@ def read_image(path: PathLike, *, pixel_limit: int | None = DEFAULT_PIXEL_LIMIT)
     ------
     segapp.errors.InvalidInputError
         Missing file, directory, not an image, truncated/corrupt data, zero size,
-        decompression bomb, unsupported mode.
+        decompression bomb, unsupported mode, several pages and no ``page`` (its subclass
+        :class:`~segapp.io.opening.MultiPageError`), a ``page`` the file does not have.
     """
-    img = _open_image(path, pixel_limit=pixel_limit)
+    img = _open_image(path, pixel_limit=pixel_limit, page=page)
     try:
         arr = _to_float(img)
     except InvalidInputError as exc:

@@ -6,6 +6,8 @@ to the stroke they border, so a stroke saved as JPEG keeps one label per colour.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from PIL import Image
 
@@ -56,9 +58,25 @@ _MAX_UNEXPLAINED = 0.3
 _LOSSY_FORMATS = frozenset({"JPEG", "MPO"})
 
 
+def scribbles_for_page(path: PathLike, shape: tuple[int, ...] | None, page: int | None, *,
+                       pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
+                       **options: Any) -> np.ndarray:
+    """The scribbles for page ``page`` of an image: that page of a scribble file with pages,
+    a single-page file as it is (``segment --page``, ``batch --page``). ``options``: as for
+    :func:`read_scribbles` (a label schema's ``max_label`` and ``colors``)."""
+    from .opening import MultiPageError
+    try:
+        return read_scribbles(path, shape, pixel_limit=pixel_limit, **options)
+    except MultiPageError:
+        if page is None:
+            raise
+        return read_scribbles(path, shape, pixel_limit=pixel_limit, page=page, **options)
+
+
 def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
                    pixel_limit: int | None = DEFAULT_PIXEL_LIMIT, max_label: int = MAX_LABEL,
-                   colors: dict[int, tuple[int, int, int]] | None = None) -> np.ndarray:
+                   colors: dict[int, tuple[int, int, int]] | None = None,
+                   page: int | None = None) -> np.ndarray:
     """Read a scribble file as an int32 label map (0 = unlabelled, 1..9 = label ids).
 
     Parameters
@@ -74,6 +92,8 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
     colors : dict, optional
         ``{label id: (r, g, b)}`` of a label schema: colour strokes take the id of the schema
         colour they match (instead of :data:`segapp.io.render.PALETTE`'s).
+    page : int or None
+        As for :func:`read_image`: a file of several pages or frames needs it.
 
     Returns
     -------
@@ -125,7 +145,7 @@ def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
     """
     want = None if shape is None else _check_shape(shape)
     p = _as_path(path, "the scribble file")
-    img = _open_image(p, what="scribble", pixel_limit=pixel_limit)
+    img = _open_image(p, what="scribble", pixel_limit=pixel_limit, page=page)
     try:
         limit = _check_max_label(max_label)
         labels = _scribble_labels(img, limit, colors)

@@ -60,8 +60,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..cancel import CancelLike, CancelToken
-from ..errors import InvalidInputError
-from ..options import Option, Settings, defaults
+from ..errors import SolverError
+from ..options import RULES, Option, Rule, Settings, check_rules, defaults, rules_for
 from ..partition import clamp_strokes, stroke_agreement
 from ..result import Segmentation
 from ..strokes.reading import Strokes, read_strokes
@@ -107,6 +107,8 @@ class Method(ABC):
     constrained: ClassVar[bool] = True  #: False for the unconstrained baseline
     options: ClassVar[tuple[Option, ...]] = ()  #: the option declarations
     defaults: ClassVar[dict[str, Any]] = {}     #: ``{name: default}``, derived from ``options``
+    #: The rules between its options (:data:`segapp.options.RULES`), derived from ``options``.
+    rules: ClassVar[tuple[Rule, ...]] = ()
     #: Session works at full resolution (no reduced working copy): the landmark methods.
     full_resolution: ClassVar[bool] = False
     #: Whether :meth:`prepare_next` has work (a Session then runs it after each answer).
@@ -119,6 +121,7 @@ class Method(ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.defaults = defaults(cls.options)
+        cls.rules = rules_for(cls.options)
 
     # -- options ---------------------------------------------------------------------------
     @classmethod
@@ -139,10 +142,13 @@ class Method(ABC):
 
     @classmethod
     def _check(cls, settings: Settings) -> None:
-        """Checks that involve several options (override); each option checks itself."""
+        """The rules between options (each option checks itself)."""
+        check_rules(cls.rules, settings)
 
     def _settle(self, settings: Settings) -> None:
-        """Keep the settings the method was made with (each update starts from them)."""
+        """Keep the settings the method was made with (each update starts from them); the
+        rules on the data's size are checked now that it is known (``self.n``)."""
+        check_rules(self.rules, settings, n=self.n)
         self._made_with = settings
         self.settings = settings
         self.timings: dict[str, float] = {}
@@ -191,6 +197,7 @@ class Method(ABC):
 
     def answer(self, strokes: Strokes, cancel: CancelToken, settings: Settings) -> Segmentation:
         """:meth:`run` with the strokes read (an ensemble's base partitions share its own)."""
+        check_rules(self.rules, settings, k=strokes.k, n=self.n)
         self.settings = settings
         timings: dict[str, float] = {}
         return self._result(strokes, self._solve(strokes, cancel, timings), timings)
@@ -207,14 +214,26 @@ class Method(ABC):
     def _result(self, strokes: Strokes, answer: Answer,
                 timings: dict[str, float]) -> Segmentation:
         """Stroke agreement (before the clamp), painted pixels clamped, the Segmentation."""
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # checked below
+            embedding = answer.embedding.reshape(*self.shape, -1).astype(np.float32, copy=False)
+        # A graph whose weights are near the floating-point limits has D-normalised
+        # eigenvectors beyond float32's range: ncut on W × 1e-300 returned them non-finite,
+        # silently (issue 30); on W × 1e150 they underflowed to zeros.
+        flat, wide = embedding.reshape(-1, embedding.shape[-1]), answer.embedding
+        if not (np.all(np.isfinite(embedding)) and np.all(np.isfinite(answer.eigenvalues))):
+            raise SolverError(f"{self.name}: the eigenvectors have non-finite values (a graph "
+                              "or features near the limits of floating point? rescale them)",
+                              answer.diagnostics)
+        if np.any(~flat.any(axis=0) & wide.reshape(flat.shape).any(axis=0)):
+            raise SolverError(f"{self.name}: the eigenvectors are too small to keep (a graph "
+                              "whose weights are near the limits of floating point? rescale "
+                              "it)", answer.diagnostics)
         agreement = answer.agreement
         if agreement is None:
             agreement = stroke_agreement(strokes.codes(answer.labels), strokes.sets)
         labels = clamp_strokes(answer.labels, strokes.sets, strokes.label_ids)
         return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            answer.embedding.reshape(*self.shape, -1).astype(np.float32,
-                                                                           copy=False),
-                            np.asarray(answer.eigenvalues, float), timings, answer.diagnostics,
+                            embedding, np.asarray(answer.eigenvalues, float), timings, answer.diagnostics,
                             self.name,
                             stroke_agreement=dict(zip(strokes.label_ids, agreement.tolist())),
                             confidence=answer.confidence)
@@ -236,11 +255,8 @@ def n_vectors(requested: int | None, k: int) -> int:
     """Eigenvectors for k labels: ``requested`` (the ``n_vectors`` option) or k − 1.
 
     Fewer than k − 1 vectors cannot separate k labels, and more than k bring in the bulk of
-    the spectrum; anything else is an :class:`~segapp.errors.InvalidInputError`.
+    the spectrum: anything else breaks the option's rule (:data:`segapp.options.RULES`), an
+    :class:`~segapp.errors.InvalidInputError` (:meth:`Method.answer` checks it first).
     """
-    if requested is None:
-        return k - 1
-    if not k - 1 <= requested <= k:
-        raise InvalidInputError(f"n_vectors must be k − 1 or k ({k - 1} or {k} for {k} "
-                                f"labels); got {requested}")
-    return requested
+    check_rules((r for r in RULES if r.names == ("n_vectors",)), {"n_vectors": requested}, k=k)
+    return k - 1 if requested is None else requested

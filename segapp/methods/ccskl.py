@@ -329,11 +329,7 @@ class CCSKL(GraphMethod):
     prepares = True
 
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
-        super().__init__(graph, settings, **options)
-        m = self.settings["n_eigenvectors"]
-        if m > graph.n:
-            raise InvalidInputError(f"n_eigenvectors={m} exceeds the number of vertices "
-                                    f"({graph.n})")
+        super().__init__(graph, settings, **options)   # checks n_eigenvectors ≤ n (its rule)
         self.spectrum: Spectrum | None = None
         self._harmonic: harmonic.HarmonicSolver | None = None
 
@@ -359,16 +355,13 @@ class CCSKL(GraphMethod):
         """QP and k-means for the given strokes (the first call also computes the spectrum)."""
         g, o = self.graph, self.settings
         label_ids, sets = strokes.label_ids, strokes.sets
-        k = strokes.k
-        m = o["n_eigenvectors"]
-        if k > m:
-            raise InvalidInputError(f"{k} labels but n_eigenvectors={m}: need at least k "
-                                    "eigenvectors")
+        m = o["n_eigenvectors"]      # ≥ k: its rule, checked with the strokes
         # w_i with c_ij² = w_i w_j: q_i for soft strokes, 1 otherwise
         weights = ([np.ones(S.size) for S in sets] if not strokes.soft
                    else [u * u for u in strokes.weights])
         if self.spectrum is None:
             t = time.perf_counter()
+            cancel.progress(f"the {m} smoothest eigenvectors (once per image)")
             self.spectrum = smoothest_eigenvectors(
                 g, m, seed=o["seed"], amg_theta=o["amg_theta"], maxiter=o["maxiter"],
                 eig_tol=o["eig_tol"], res_tol=o["res_tol"], cancel=cancel)
@@ -386,6 +379,7 @@ class CCSKL(GraphMethod):
         for extended, stroke_weight in stages:
             if extended and F is self.spectrum.F:
                 t = time.perf_counter()
+                cancel.progress("the strokes' potentials")
                 Y = stroke_potentials(g, sets, theta=o["amg_theta"], maxiter=o["maxiter"],
                                       cancel=cancel, solver=self._solver(g))
                 F, _ = must_link_basis(g, self.spectrum.F, Y, sets)

@@ -27,7 +27,10 @@ sparse JL [34]). Three stages:
    sign. Then weighted k-means on ``R b_l / w_l`` (§4: random projection keeps the weighted
    k-means objective within a small factor). Default ``d' = 4k`` (capped at Σk_i), ``s = 2``:
    projection bounds for k-means need O(k/ε²) dimensions, independent of n; k-means (k
-   clusters) is what the consensus runs.
+   clusters) is what the consensus runs. When ``d' ≥ Σk_i`` there is nothing to reduce and
+   ``R = I``: the exact SEC objective. (A random R of that size could only lose: with one
+   partition, ``Σk_i = k`` columns of s = 2 non-zeros ±1/√2 coincide with probability 1/4 per
+   pair, and two labels' clusters then became one point — issue 30's ``n_partitions=1``.)
 
 Implementation: a row of B is determined by the tuple of its base labels, so the n points
 collapse to the distinct tuples (at most k^r, in practice a few hundred to thousands); weighted
@@ -51,23 +54,17 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.cluster.vq import vq
 
 from ..cancel import CancelToken
 from ..errors import InvalidInputError
 from ..graphs.features import Features
-from ..options import Option, Settings, override
+from ..options import MAX_LANDMARK_RUNS, Option, Settings, override
 from ..partition import anchored_kmeans
 from ..strokes.reading import Strokes
 from .base import Answer
 from .landmark_base import FeatureMethod, LandmarkDiagnostics
 from .landmark_fastge import OPTIONS as LFG_OPTIONS
 from .landmark_fastge import LandmarkFastGE
-
-#: Largest ``n_partitions × n_landmarks``: the base partitions run one after another, each a
-#: landmark FAST-GE whose cost grows as p³. At 0.25 MP: 16 × 1000 took 20 CPU-s, 8 × 2000
-#: 50 CPU-s; 64 × 1000 (the old high) ran over 150 s on the loaded 2-core machine (issue 23).
-MAX_LANDMARK_RUNS = 16_000
 
 #: Landmark FAST-GE's options for the base partitions (random landmarks: the partitions must
 #: differ), then the ensemble's. Each base partition is one landmark FAST-GE (bounded count).
@@ -110,17 +107,6 @@ class ClusterEnsemble(FeatureMethod):
         self.bases = [LandmarkFastGE(features, shape, self._base_settings(self.settings, i))
                       for i in range(self.settings["n_partitions"])]
 
-    @classmethod
-    def _check(cls, o: Settings) -> None:
-        runs = o["n_partitions"] * o["n_landmarks"]
-        if runs > MAX_LANDMARK_RUNS:
-            raise InvalidInputError(
-                f"n_partitions × n_landmarks must be ≤ {MAX_LANDMARK_RUNS} (the base "
-                f"partitions' work), got {o['n_partitions']} × {o['n_landmarks']} = {runs}; "
-                "use fewer partitions or landmarks")
-        if o["projection_dim"] is not None and o["projection_dim"] < o["projection_nnz"]:
-            raise InvalidInputError("projection_dim must be ≥ projection_nnz")
-
     @staticmethod
     def _base_settings(o: Settings, i: int) -> Settings:
         """Base partition i's settings: the ensemble's (already checked), its own seed."""
@@ -137,17 +123,18 @@ class ClusterEnsemble(FeatureMethod):
         lut[ids] = np.arange(k)
         codes = np.empty((n, len(self.bases)), np.uint8)
         for i, m in enumerate(self.bases):
-            cancel.check()
+            cancel.progress("base partitions", i, len(self.bases))
             # this update's solve options reach every base partition
             res = m.answer(strokes, cancel, self._base_settings(o, i))
             codes[:, i] = lut[res.labels.ravel()]
         timings["base_partitions"] = time.perf_counter() - t
 
         t = time.perf_counter()
+        cancel.progress("consensus")
         labels, votes, obj, distinct = self._consensus(codes, strokes, cancel)
         timings["consensus"] = time.perf_counter() - t
         b0 = self.bases[0]
-        diag = LandmarkDiagnostics(b0.code.p, b0.basis.size, b0.code.sigma, strokes.kept(labels),
+        diag = LandmarkDiagnostics(b0.code.p, b0.basis.size, b0.code.feature_sigma, strokes.kept(labels),
                                    {"partitions": len(self.bases), "distinct_rows": distinct,
                                     "objective": round(obj, 6)})
         return Answer(labels, votes, np.zeros(0), diag)
@@ -175,9 +162,11 @@ class ClusterEnsemble(FeatureMethod):
         w = sizes[np.arange(r)[None, :], tuples].sum(axis=1).astype(float)
         D = r * k
         d = o["projection_dim"] or min(D, 4 * k)
-        s = min(o["projection_nnz"], d)
-        R = sparse_projection(d, D, s, rng)
         cols = np.arange(r)[None, :] * k + tuples                 # column of B per partition
+        if d >= D:    # nothing to reduce: B itself (a projection could only merge its rows)
+            R = np.eye(D)
+        else:
+            R = sparse_projection(d, D, min(o["projection_nnz"], d), rng)
         Y = R[:, cols].sum(axis=2).T / w[:, None]                 # R b_l / w_l, per tuple
         weights = w * counts
         # Each tuple holding painted pixels is anchored to the label most of them carry.
@@ -193,9 +182,12 @@ class ClusterEnsemble(FeatureMethod):
                                     "or method 'landmark')")
         tcodes, _, _ = anchored_kmeans(Y, tuple_sets, weights=weights, rng=rng, cancel=cancel)
         tcodes = tcodes.astype(np.int64)
-        _, dist = vq(Y, np.array([np.average(Y[tcodes == a], axis=0, weights=weights[tcodes == a])
-                                  for a in range(k)]), check_finite=False)
-        obj = float(np.dot(weights, dist ** 2))
+        # The weighted k-means objective of the consensus (a label may end with no tuple: its
+        # painted tuples projected onto another label's point).
+        mass = np.bincount(tcodes, weights=weights, minlength=k)
+        means = np.stack([np.bincount(tcodes, weights=weights * Y[:, j], minlength=k)
+                          for j in range(Y.shape[1])], axis=1) / np.maximum(mass, 1e-300)[:, None]
+        obj = float(np.dot(weights, ((Y - means[tcodes]) ** 2).sum(axis=1)))
         labels = np.asarray(strokes.label_ids, np.int32)[tcodes[inverse]]
         frac = np.stack([(tuples == a).mean(axis=1) for a in range(k)], axis=1)   # tuple × k
         votes = frac.astype(np.float32)[inverse]

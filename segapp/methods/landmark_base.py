@@ -157,10 +157,10 @@ class FeatureMethod(Method):
                  settings: Settings | None = None, **options: Any) -> None:
         """On built features; ``settings`` already checked (:meth:`Method.resolve`), or
         ``options`` checked here."""
-        self._settle(type(self).resolve(options) if settings is None else settings)
         self.features = features
         self.shape = tuple(shape)
         self.n = features.n
+        self._settle(type(self).resolve(options) if settings is None else settings)
 
 
 class LandmarkMethod(FeatureMethod):
@@ -184,24 +184,31 @@ class LandmarkMethod(FeatureMethod):
 
     # -- set-up (once per data set) --------------------------------------------------------
     def prepare(self, cancel: CancelToken = NEVER, seed_offset: int = 0) -> dict[str, float]:
-        """Build landmarks, coding and its Gram matrix if not yet done; the stages' timings."""
+        """Build landmarks, coding and its Gram matrix if not yet done; the stages' timings.
+
+        Each stage is kept only once it is complete: a cancel in the middle of the coding
+        left the code without its Gram matrix, and the next update solved with NaN
+        (issue 30: an ensemble Session cancelled during its first update).
+        """
         o = self.settings
         timings: dict[str, float] = {}
         rng = np.random.default_rng([o["seed"], seed_offset])
         if self._landmarks is None:
             t = time.perf_counter()
+            cancel.progress("choosing landmarks")
             self._landmarks = select_landmarks(
                 self.features, o["n_landmarks"], method=o["landmark_selection"],
                 sample=o["landmark_sample"], rng=rng, cancel=cancel)
             timings["landmarks"] = time.perf_counter() - t
         if self._base is None:
             t = time.perf_counter()
-            self._base = sparse_code(self.features, self._landmarks,
-                                     min(o["n_nearest"], self._landmarks.shape[0]),
-                                     sigma=o["sigma"], sigma_rule=o["sigma_rule"],
-                                     sigma_scale=o["sigma_scale"], cancel=cancel)
-            self._raw = self._base.raw_gram(cancel)
-            self.code = self._base
+            cancel.progress("coding the pixels on the landmarks")
+            base = sparse_code(self.features, self._landmarks,
+                               min(o["n_nearest"], self._landmarks.shape[0]),
+                               sigma=o["sigma"], sigma_rule=o["sigma_rule"],
+                               sigma_scale=o["sigma_scale"], cancel=cancel)
+            raw = base.raw_gram(cancel)
+            self._base, self._raw, self.code = base, raw, base
             timings["coding"] = time.perf_counter() - t
         self.timings.update(timings)
         return timings
@@ -215,6 +222,7 @@ class LandmarkMethod(FeatureMethod):
         if key == self._basis_key and self.basis is not None:
             return
         t = time.perf_counter()
+        cancel.progress("adding painted pixels to the landmarks")
         if self._recoding is not None:
             self._recoding.undo(self._base)
             self._recoding = None
@@ -240,8 +248,9 @@ class LandmarkMethod(FeatureMethod):
                 "number of landmarks (raise n_landmarks)")
         timings.update(setup)
         self._with_strokes(strokes, timings, cancel)
+        cancel.progress("solving the landmark eigenproblem")
         labels, vectors, lam, extra = self._embed(strokes, timings, cancel)
-        diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.sigma,
+        diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.feature_sigma,
                                    strokes.kept(labels), extra)
         return Answer(labels, vectors, np.asarray(lam, float), diag)
 

@@ -73,6 +73,7 @@ class NCut(GraphMethod):
         pencil = Pencil(g.laplacian, g.degrees)
         rng = np.random.default_rng(o["seed"])
         if self.amg is None:  # no strokes in the graph: one hierarchy serves every edit
+            cancel.progress("multigrid hierarchy (once per image)")
             self.amg = amg_preconditioner(g.laplacian, g.degrees, theta=o["amg_theta"],
                                           cancel=cancel)
             timings["amg_setup"] = time.perf_counter() - t
@@ -81,6 +82,7 @@ class NCut(GraphMethod):
             random_start(self.amg, g.n, m, rng, cancel)
         settings = SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
                                  on_nonconvergence=o["on_nonconvergence"])
+        cancel.progress("eigenvectors")
         lam, X, diag = solve(EigenProblem(pencil, m, start=X0, settings=settings), "lobpcg",
                              cancel, preconditioner=self.amg)
         self._X = X

@@ -53,8 +53,33 @@ Readings chosen (the text file is garbled in places)
   then goes to its nearest centre, and clusters are matched to the user's labels (Hungarian).
 
 ``eigenvectors`` are the k columns of ``B``, ``eigenvalues`` the singular values ``σ_1 … σ_k``.
-Cost per edit: the coding of all n points over the p landmarks (k-d tree, O(n r log p)), the
-p × p Gram matrix (O(n r²)) and its eigendecomposition (O(p³)), the embedding (O(n r k)).
+
+Cost: the constraints aggregated
+--------------------------------
+Eq. (3) gives every stroke pixel of component a the *same* row, the indicator ``1_{T_a}`` of
+the component's landmarks, and eq. (6) gives a propagated point i the same value
+``v_{ia} = lookupVec(freq_i)`` on every landmark of ``T_a``. Written out, the replaced rows
+are ``|S_a| · |T_a|`` entries per label: a fill of 120K pixels with ~970 landmarks was 1.2·10⁸
+entries, 6.8 GB and 174 s (issue 32). They are held instead as
+
+.. math:: Ẑ_R = V Eᵀ + K, \qquad E_{ja} = [j ∈ T_a] \; (p × k), \qquad
+   V_{ia} = \begin{cases} 1 & i ∈ S_a \\ v_{ia} & i \text{ propagated in } a \\
+   0 & \text{otherwise} \end{cases} \; (|R| × k),
+
+``K`` the code entries a propagated row keeps (≤ r per row), so that, exactly,
+
+.. math:: Ẑ_Rᵀ Ẑ_R = E (VᵀV) Eᵀ + E (VᵀK) + (KᵀV) Eᵀ + KᵀK, \qquad
+   Ẑ_R Y = V (EᵀY) + K Y,
+
+with ``Σ_{i∈S_a} 1_{T_a}1_{T_a}ᵀ = |S_a| 1_{T_a}1_{T_a}ᵀ`` inside ``E VᵀV Eᵀ``: no painted
+pixel's row is formed, and every term costs O(|R|·(k + r)²) time and memory for the |R| ≤ n
+replaced rows, plus O(p²·k) — the same answer as the rows written out
+(``tests/methods/test_methods_spectral.py`` compares with a dense construction). Cost per
+edit, all told: the coding of all n points over the p ≤ ``n_landmarks`` landmarks (k-d tree,
+O(n r log p)), the neighbourhoods (O(n r), at most l·p points), the p × p Gram matrix
+(O(n r² + p² k)) and its eigendecomposition (O(p³)), the embedding (O(n (r + k) k)): bounded
+by n and the options, not by the number of painted pixels. Measured on the issue's scene
+(``python benchmarks/painted.py``): docs/methods.md.
 """
 
 from __future__ import annotations
@@ -121,24 +146,41 @@ def lookup_values(freq: np.ndarray, lo: float, hi: float) -> np.ndarray:
 class ConstrainedCode:
     """``Ẑ`` of SC-PC: the Nadaraya–Watson code with some rows replaced (eqs. (3), (6)).
 
-    ``rows`` (sorted) are the replaced rows and ``Zr`` (|rows| × p, CSR) their new values; it
-    offers the :meth:`segapp.graphs.landmark.SparseCode.apply` interface used by ``partition``.
+    The replaced rows are held aggregated (module notes, "Cost"): ``Ẑ_R = V Eᵀ + K`` with
+    ``E`` (p × k) the indicator of each component's landmarks (``comp``), ``V`` (|R| × k,
+    CSR) the value of each replaced row on each component it takes — 1 for a stroke pixel's
+    own component (eq. (3)), ``lookupVec(freq_i)`` for a propagated point (eq. (6)) — and
+    ``K`` (|R| × p, CSR) the code entries a propagated row keeps, on the landmarks of
+    components it does not take. It offers the :meth:`segapp.graphs.landmark.SparseCode.apply`
+    interface used by the partition.
     """
 
     code: SparseCode
-    rows: np.ndarray
-    Zr: sp.csr_matrix
+    rows: np.ndarray            # replaced rows, sorted
+    V: sp.csr_matrix            # |rows| × k
+    K: sp.csr_matrix            # |rows| × p
+    comp: np.ndarray            # (p,) component of each landmark
 
     @property
     def n(self) -> int:
         return self.code.n
 
+    def _indicator(self) -> sp.csr_matrix:
+        """``E`` (p × k): landmark j belongs to component comp[j]."""
+        p, k = self.comp.size, self.V.shape[1]
+        return sp.csr_matrix((np.ones(p), (np.arange(p), self.comp)), shape=(p, k))
+
     def gram(self, cancel: CancelToken = NEVER) -> np.ndarray:
-        """``ẐᵀẐ`` (p × p): the code's Gram matrix with the replaced rows swapped."""
+        """``ẐᵀẐ`` (p × p): the code's Gram matrix with the replaced rows swapped, the new
+        ones as ``E VᵀV Eᵀ + E VᵀK + KᵀV Eᵀ + KᵀK`` (no row of them formed)."""
         S = self.code.gram(cancel)
         if self.rows.size:
             S -= self.code.weighted_gram(self.rows, np.ones(self.rows.size))
-            S += (self.Zr.T @ self.Zr).toarray()
+            E = self._indicator().toarray()
+            VK = (self.V.T @ self.K).toarray()                 # k × p
+            S += E @ (self.V.T @ self.V).toarray() @ E.T
+            S += E @ VK + VK.T @ E.T
+            S += (self.K.T @ self.K).toarray()
         return (S + S.T) / 2
 
     def apply(self, Y: np.ndarray, lo: int = 0, hi: int | None = None,
@@ -149,7 +191,8 @@ class ConstrainedCode:
         pos = np.searchsorted(self.rows, want)
         hit = (pos < self.rows.size) & (self.rows[np.minimum(pos, self.rows.size - 1)] == want)
         if np.any(hit):
-            out[hit] = self.Zr[pos[hit]] @ Y
+            EY = self._indicator().T @ np.asarray(Y, np.float64)    # k × m: Σ_{j ∈ T_a} Y_j
+            out[hit] = self.V[pos[hit]] @ EY + self.K[pos[hit]] @ Y
         return out
 
 
@@ -187,7 +230,9 @@ def constrained_code(code: SparseCode, comp: np.ndarray,
                      strokes: Strokes, n_neighbours: int) -> tuple[ConstrainedCode, int]:
     """Eqs. (3)–(6) on the code of the n points over the landmarks (``comp``: their component).
 
-    Returns the modified ``Ẑ`` and the number of propagated (non-stroke) points.
+    Returns the modified ``Ẑ`` (aggregated: :class:`ConstrainedCode`) and the number of
+    propagated (non-stroke) points. Memory O(|R| + l·p + k·p), whatever the number of painted
+    pixels (module notes, "Cost").
     """
     n, p, r = code.n, code.p, code.r
     k = strokes.k
@@ -197,37 +242,34 @@ def constrained_code(code: SparseCode, comp: np.ndarray,
     is_stroke = np.zeros(n, bool)
     is_stroke[stroke_pix] = True
     nb_i, nb_j, nb_z = landmark_neighbours(code, is_stroke, n_neighbours)
-    members = [np.flatnonzero(comp == a) for a in range(k)]
-    # eq. (6) entries, per component: union of neighbourhoods × the component's landmarks
-    rows_e, cols_e, vals_e, owned = [], [], [], []
+    # eq. (6), per component: the union of its landmarks' neighbourhoods takes lookupVec(freq)
+    # on every landmark of the component — one value per (point, component)
+    taken_i, taken_a, taken_v = [], [], []
     for a in range(k):
-        sel = np.isin(nb_j, members[a])
+        sel = comp[nb_j] == a
         if not np.any(sel):
             continue
         pts, freq = np.unique(nb_i[sel], return_counts=True)
-        vals = lookup_values(freq, float(nb_z[sel].min()), float(nb_z[sel].max()))
-        rows_e.append(np.repeat(pts, members[a].size))
-        cols_e.append(np.tile(members[a], pts.size))
-        vals_e.append(np.repeat(vals, members[a].size))
-        owned.append(pts * k + a)
-    prop_rows = np.unique(np.concatenate(rows_e)) if rows_e else np.zeros(0, np.int64)
-    # eq. (3): each stroke pixel's row = indicator of its component's landmarks
-    rows_e.append(np.repeat(stroke_pix, [members[a].size for a in stroke_comp]))
-    cols_e.append(np.concatenate([members[a] for a in stroke_comp]))
-    vals_e.append(np.ones(cols_e[-1].size))
-    # a propagated row keeps its code entries for landmarks of components it is not in
+        taken_i.append(pts)
+        taken_a.append(np.full(pts.size, a))
+        taken_v.append(lookup_values(freq, float(nb_z[sel].min()), float(nb_z[sel].max())))
+    ti = np.concatenate(taken_i) if taken_i else np.zeros(0, np.int64)
+    ta = np.concatenate(taken_a) if taken_a else np.zeros(0, np.int64)
+    tv = np.concatenate(taken_v) if taken_v else np.zeros(0)
+    prop_rows = np.unique(ti)
+    replaced = np.union1d(prop_rows, stroke_pix)
+    # V: eq. (3)'s 1 on a stroke pixel's component, eq. (6)'s value on a propagated point's
+    V = sp.csr_matrix((np.concatenate([tv, np.ones(stroke_pix.size)]),
+                       (np.searchsorted(replaced, np.concatenate([ti, stroke_pix])),
+                        np.concatenate([ta, stroke_comp]))), shape=(replaced.size, k))
+    # K: a propagated row keeps its code entries on landmarks of components it does not take
     kp_i = np.repeat(prop_rows, r)
     kp_j = code.idx[prop_rows].ravel().astype(np.int64)
     kp_v = code.w[prop_rows].ravel() * ds[kp_j]
-    free = ~np.isin(kp_i * k + comp[kp_j], np.concatenate(owned) if owned else [])
-    rows_e.append(kp_i[free])
-    cols_e.append(kp_j[free])
-    vals_e.append(kp_v[free])
-    replaced = np.union1d(prop_rows, stroke_pix)
-    Zr = sp.csr_matrix((np.concatenate(vals_e),
-                        (np.searchsorted(replaced, np.concatenate(rows_e)),
-                         np.concatenate(cols_e))), shape=(replaced.size, p))
-    return ConstrainedCode(code, replaced, Zr), int(prop_rows.size)
+    free = ~np.isin(kp_i * k + comp[kp_j], ti * k + ta) & (kp_v != 0)
+    K = sp.csr_matrix((kp_v[free], (np.searchsorted(replaced, kp_i[free]), kp_j[free])),
+                      shape=(replaced.size, p))
+    return ConstrainedCode(code, replaced, V, K, np.asarray(comp, np.int64)), int(prop_rows.size)
 
 
 class SCPC(FeatureMethod):
@@ -250,6 +292,7 @@ class SCPC(FeatureMethod):
         k = strokes.k
         rng = np.random.default_rng([o["seed"], 2])
         t = time.perf_counter()
+        cancel.progress("coding the pixels on the painted landmarks")
         points, comp = choose_landmarks(strokes, o["n_landmarks"], rng)
         L = self.features.rows(points)
         code = sparse_code(self.features, L, min(o["n_nearest"], points.size), sigma=o["sigma"],
@@ -259,11 +302,11 @@ class SCPC(FeatureMethod):
             raise InvalidInputError("some stroke pixels are not close to any point; "
                                     "use a larger sigma")
         timings["coding"] = time.perf_counter() - t
-        cancel.check()
+        cancel.progress("injecting the constraints")
         t = time.perf_counter()
         zhat, propagated = constrained_code(code, comp, strokes, o["n_neighbours"])
         timings["constraints"] = time.perf_counter() - t
-        cancel.check()
+        cancel.progress("solving the eigenproblem")
         t = time.perf_counter()
         gram = zhat.gram(cancel)
         p = gram.shape[0]
@@ -275,11 +318,11 @@ class SCPC(FeatureMethod):
                                     "cannot be told apart; draw them elsewhere")
         Y = A[:, top] / sv                                    # B = Ẑ A Σ^{-1}
         timings["eigensolver"] = time.perf_counter() - t
-        cancel.check()
+        cancel.progress("partition")
         t = time.perf_counter()
         labels, B = round_landmark_embedding(zhat, Y, strokes, sample=o["kmeans_sample"],
                                              rng=rng, cancel=cancel)
         timings["partition"] = time.perf_counter() - t
-        diag = LandmarkDiagnostics(code.p, k, code.sigma, strokes.kept(labels),
+        diag = LandmarkDiagnostics(code.p, k, code.feature_sigma, strokes.kept(labels),
                                    {"components": k, "propagated": propagated})
         return Answer(labels, B, sv, diag)

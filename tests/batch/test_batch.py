@@ -258,13 +258,25 @@ def test_interrupted_batch_keeps_its_report_and_resumes(pairs, tmp_path):
 
 
 def test_stale_temporaries_of_killed_writers_are_removed(pairs, tmp_path):
+    """Only segapp's own leftovers (its temporary name, no live writer's lock) go; a user's
+    ``.NAME.anything.tmp`` stays (issue 30: the batch deleted ``.a.png.my-notes.tmp``)."""
+    import fcntl
     out = tmp_path / "out"
     out.mkdir()
     stem = find_pairs(pairs).pairs[0].stem
-    (out / f".{stem}.png.deadbeef.tmp").write_bytes(b"half a png")
+    (out / ".segapp-00000000deadbeef.tmp").write_bytes(b"half a png")   # a killed writer's
+    (out / f".{stem}.png.my-notes.tmp").write_bytes(b"the user's")
     (out / ".someone-else.tmp").write_bytes(b"not ours")
-    run_batch(find_pairs(pairs), out, progress=False)
-    assert [p.name for p in out.glob(".*.tmp")] == [".someone-else.tmp"]
+    live = out / ".segapp-0000000012345678.tmp"                       # a live writer's
+    live.write_bytes(b"being written")
+    with open(live, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        run_batch(find_pairs(pairs), out, progress=False)
+        assert sorted(p.name for p in out.glob(".*.tmp")) == sorted(
+            [".someone-else.tmp", f".{stem}.png.my-notes.tmp", live.name])
+    run_batch(find_pairs(pairs), out, progress=False)      # its writer is gone now
+    assert sorted(p.name for p in out.glob(".*.tmp")) == sorted(
+        [".someone-else.tmp", f".{stem}.png.my-notes.tmp"])
 
 
 def run_cli(*args: object) -> int:

@@ -67,7 +67,7 @@ def main() -> None:
                 "info": win.statusBar().currentMessage()}
 
     def wait_busy() -> None:
-        if win.worker.is_busy and win.worker._running:
+        if win.worker.is_busy and win.worker.is_running:
             say(ok="solve", **status())
         else:
             QTimer.singleShot(5, wait_busy)

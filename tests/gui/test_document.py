@@ -134,7 +134,7 @@ def test_an_interrupted_export_leaves_no_temporary_file_and_is_reported(
     journal.export_begin(1, [str(p) for p in planned])
     planned[0].write_bytes(b"done")
     journal.export_file(1, str(planned[0]))
-    (out / ".shot_overlay.png.0badc0de.tmp").write_bytes(b"half a PNG")  # killed mid-write
+    (out / ".segapp-000000000badc0de.tmp").write_bytes(b"half a PNG")  # killed mid-write
     simulate_crash(crashed)
     fresh = make_window(recovery_dir=root)
     assert not recover_and_wait(fresh)  # no strokes to offer, but ...

@@ -106,3 +106,19 @@ def test_saving_the_strokes_of_a_12_megapixel_photo_never_blocks_the_event_loop(
     assert gaps.max() < 0.3 + noise, f"the GUI thread was blocked {gaps.max() * 1000:.0f} ms"
     saved = np.asarray(Image.open(tmp_path / "work.segapp.png"))
     np.testing.assert_array_equal(saved, win.model.scribbles)
+
+
+def test_a_multi_page_image_is_refused_in_one_line_not_cut_to_its_first_page(
+        qtbot, window, tmp_path):
+    """Issue 32 item 5: a multi-page TIFF opened as its first page, with no word."""
+    from PIL import Image
+
+    from .conftest import make_test_image, open_and_wait
+    first = Image.fromarray(make_test_image())
+    path = tmp_path / "scan.tif"
+    first.save(path, save_all=True, append_images=[first.rotate(90), first.rotate(180)])
+    before = window.state.image_path
+    assert not open_and_wait(window, path)
+    text = window.message_bar.text()
+    assert "scan.tif holds 3 pages" in text and "\n" not in text and "--page" not in text
+    assert window.state.image_path == before           # the image on screen stays

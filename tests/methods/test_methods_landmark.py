@@ -40,7 +40,8 @@ def small_code(seed: int = 0, n: int = 150, p: int = 25, r: int = 4):
     X = rng.normal(size=(n, 3))
     feats = ArrayFeatures(X)
     L = lm.select_landmarks(feats, p, method="random", rng=rng)
-    return X, lm.sparse_code(feats, L, r)
+    # the coding works in the units of feats.rows (X over a power of two: exact)
+    return X / feats.unit, lm.sparse_code(feats, L, r)
 
 
 def test_sparse_code_is_nadaraya_watson():
