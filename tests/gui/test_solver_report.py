@@ -1,5 +1,6 @@
-"""Issue 28 item 3: the status bar names the linear solver of each answer, and why not the
-direct one when it did not run."""
+"""Issue 28 item 3: the status bar names the linear solver of each answer in plain words
+(fast / standard solver), and its tooltip the solver and why not the direct one when it did
+not run (issue 32 item 7: solver details in a tooltip)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from .conftest import segment
 
 def test_the_status_bar_names_the_linear_solver(qtbot, window):
     segment(qtbot, window)
-    qtbot.waitUntil(lambda: " solve" in window.time_label.text(), timeout=10_000)
-    text = window.time_label.text()
+    qtbot.waitUntil(lambda: " solver" in window.time_label.text(), timeout=10_000)
+    text, tip = window.time_label.text(), window.time_label.toolTip()
     if direct.available():
-        assert "direct solve (CHOLMOD " in text, text
+        assert text.endswith(", fast solver"), text
+        assert "linear solver: direct, CHOLMOD " in tip, tip
     else:
-        assert "iterative solve" in text and "not direct: no usable CHOLMOD" in text, text
+        assert "standard solver (the fast one is not available" in text, text
+        assert "not direct: no usable CHOLMOD" in tip, tip
 
 
 def test_without_cholmod_the_status_bar_says_why_the_solve_is_iterative(qtbot, window,
@@ -23,14 +26,15 @@ def test_without_cholmod_the_status_bar_says_why_the_solve_is_iterative(qtbot, w
     monkeypatch.setattr(direct, "available", lambda: False)
     monkeypatch.setattr(direct, "warn_unavailable", lambda reason: None)
     segment(qtbot, window)
-    qtbot.waitUntil(lambda: " solve" in window.time_label.text(), timeout=10_000)
-    text = window.time_label.text()
-    assert "iterative solve" in text and "CG steps" in text, text
-    assert "not direct: no usable CHOLMOD" in text, text
+    qtbot.waitUntil(lambda: " solver" in window.time_label.text(), timeout=10_000)
+    text, tip = window.time_label.text(), window.time_label.toolTip()
+    assert "standard solver (the fast one is not available" in text, text
+    assert "linear solver: iterative" in tip and "not direct: no usable CHOLMOD" in tip, tip
 
 
 def test_the_option_is_the_reason_when_it_asks_for_the_iterative_solver(qtbot, window):
-    window.state.set_option("linear_solver", "iterative")
+    window.state.options = (("linear_solver", "iterative"),)
     segment(qtbot, window)
-    qtbot.waitUntil(lambda: " solve" in window.time_label.text(), timeout=10_000)
-    assert "linear_solver='iterative' was asked" in window.time_label.text()
+    qtbot.waitUntil(lambda: " solver" in window.time_label.text(), timeout=10_000)
+    assert "standard solver" in window.time_label.text()
+    assert "linear_solver='iterative' was asked" in window.time_label.toolTip()
