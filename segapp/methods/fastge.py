@@ -35,7 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..solve import METHODS, EigenProblem, Eigenpairs, SolveSettings, choose_method, solve
+from ..solve import (METHODS, EigenProblem, Eigenpairs, SolveSettings, canonical_method,
+                     choose_method, solve)
 from ..solve.amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
 from .answer_memory import AnswerMemory, strokes_key
 from ..cancel import CancelToken
@@ -48,8 +49,15 @@ from ..options import SEED, Option, Settings
 from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvectors,
                          rounding_confidence, stroke_agreement)
 from ..solve.pencil import Pencil
+from ..appearance import ColourPalette, fit_label_models, label_posteriors
+from ..appearance.locality import RADIUS, locality_weights
 from .base import Answer, n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod
+
+#: Default ``appearance``, γ·n (issue 31; the scan behind it in docs/quality.md).
+APPEARANCE = 1.0
+#: Default ``appearance_rounds``.
+APPEARANCE_ROUNDS = 1
 
 #: FAST-GE's options after the graph's. All are per-solve: the multigrid hierarchy follows
 #: the strokes (updated or rebuilt per edit; a new ``amg_theta`` starts a new one). Bounds keep
@@ -109,6 +117,20 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "hierarchy (Galerkin-updated to the new strokes) and potentials; LOBPCG: its "
            "eigenvectors plus sources of the changed labels", "solve", none_ok=True,
            none_means="on for the harmonic solve, off for LOBPCG"),
+    # Issue 31: each label's colours as a Gaussian mixture, a prior of the harmonic solve
+    # (segapp.appearance, segapp.solve.harmonic "Appearance").
+    Option("appearance", float, APPEARANCE, "weight of the labels' colour models in the "
+           "solve: every unpainted pixel is pulled towards the labels whose colours "
+           "(a Gaussian mixture of each label's CIE Lab colours) it has, with weight γ d_i, "
+           "γ = appearance / pixels; 0 = FAST-GE's own solve (harmonic eigensolver only)",
+           "solve", low=0.0, high=1e4),
+    Option("appearance_rounds", int, APPEARANCE_ROUNDS, "EM rounds of the colour models per "
+           "edit: the first learns from the painted pixels, each next one also from the "
+           "answer before it", "solve", low=1, high=5),
+    Option("locality", float, RADIUS, "where the colour models first learn: besides the "
+           "painted pixels, the unpainted ones near each label's strokes, within about this "
+           "share of the image's larger side (GrabCut's region); 0 = the painted pixels only",
+           "solve", low=0.0, high=4.0),
     SEED,
 )
 
@@ -130,6 +152,7 @@ class FastGE(GraphMethod):
         self._connected: bool | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
+        self._palette: ColourPalette | None = None
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
 
@@ -199,7 +222,13 @@ class FastGE(GraphMethod):
     # -- one edit --------------------------------------------------------------------------
     def _solve(self, strokes: Strokes, cancel: CancelToken,
                timings: dict[str, float]) -> Answer:
-        """Eigenpairs and partition for the given strokes on the graph built once."""
+        """Eigenpairs and partition for the given strokes on the graph built once.
+
+        With ``appearance`` (and the harmonic eigensolver, hard strokes, an image) this is a
+        few rounds of expectation–maximisation: the labels' colour models learn from the
+        painted pixels (first round) and from the answer before (later rounds), and each
+        round solves the pencil with them as a prior and rounds it (:meth:`_prior`).
+        """
         o = self.settings
         g = self.graph
         t = time.perf_counter()
@@ -210,27 +239,82 @@ class FastGE(GraphMethod):
         soft = strokes.soft
         key, shown = self._recall(cons, soft)
         self.amg = None   # LOBPCG's hierarchy: built for these strokes when first needed
+        rounds = self._appearance_rounds(soft)
+        learned = None    # the answer the colour models learn from besides the strokes
         if shown is not None:
-            # Undo, redo or the same strokes again: the answer shown then, with its vectors.
-            m, labels = shown
-            lam, X, diag = self._solve_pencil(pencil, cons, m, soft, cancel, timings)
+            # Undo, redo or the same strokes again: the answer shown then, with its vectors
+            # (solved with the colour models it was solved with).
+            m, labels, learned = shown
+            prior = self._prior(cons, learned, timings) if rounds else None
+            lam, X, diag = self._solve_pencil(pencil, cons, m, soft, cancel, timings, prior)
             cancel.check()
             V = embed(X, pencil)[2]
             agreement = stroke_agreement(np.searchsorted(cons.label_ids, labels), cons.sets)
         else:
-            m, (lam, X, diag), (labels, V, agreement) = self._solve_and_round(
-                pencil, cons, m, soft, cancel, timings)
-        self.answers.remember(cons, labels, key, m)
+            for r in range(max(rounds, 1)):
+                if r:
+                    learned = labels
+                prior = self._prior(cons, learned, timings) if rounds else None
+                m, (lam, X, diag), (labels, V, agreement) = self._solve_and_round(
+                    pencil, cons, m, soft, cancel, timings, prior)
+        self.answers.remember(cons, labels, key, m, learned)
         codes = strokes.codes(labels)   # before the strokes are clamped
         sets, shape = cons.sets, g.shape
         # Computed when first read (0.02–0.16 s at 0.5 MP): an edit's answer does not wait.
         conf = lambda: rounding_confidence(codes, V, sets).reshape(shape)  # noqa: E731
         return Answer(labels, V, np.asarray(lam), diag, agreement, conf)
 
+    # -- appearance (issue 31) -------------------------------------------------------------
+    def _appearance_rounds(self, soft: bool) -> int:
+        """EM rounds of the colour models for this edit; 0 where they do not apply: the
+        option off, soft strokes or LOBPCG (no Dirichlet problem to add them to), no image."""
+        o = self.settings
+        if (not o["appearance"] or soft or self._image is None
+                or canonical_method(o["eigensolver"]) != "harmonic"):
+            return 0
+        return o["appearance_rounds"]
+
+    @property
+    def palette(self) -> ColourPalette:
+        """The image's colours quantised once (:class:`~segapp.appearance.ColourPalette`)."""
+        if self._palette is None:
+            self._palette = ColourPalette.of(self.colours.lab)
+        return self._palette
+
+    def _prior(self, cons: Constraints, learned: np.ndarray | None,
+               timings: dict[str, float]) -> np.ndarray:
+        """The labels' colour posteriors (n, k): each label's mixture learns from its painted
+        pixels and, given an earlier answer ``learned`` (user ids), from the pixels it gave
+        the label, the painted ones then weighing as much as the rest of the label together
+        (what the person painted is never outvoted by what the answer guessed)."""
+        t = time.perf_counter()
+        pal, k = self.palette, cons.k
+        painted = np.full(pal.n, -1, np.int64)
+        for a, S in enumerate(cons.sets):
+            painted[S] = a
+        W = pal.bin_weights(painted, k)
+        if learned is not None:
+            given = np.searchsorted(cons.label_ids, learned).astype(np.int64)
+            given[painted >= 0] = -1
+            A = pal.bin_weights(given, k)
+        elif self.settings["locality"]:
+            near = locality_weights(self.graph.shape, cons.sets, self.settings["locality"])
+            near[painted >= 0] = 0.0
+            A = np.stack([pal.bin_weights(np.zeros(pal.n, np.int64), 1, near[:, a])[:, 0]
+                          for a in range(k)], 1)
+        else:
+            A = None
+        if A is not None:
+            scale = A.sum(0) / np.maximum(W.sum(0), 1e-12)
+            W = A + W * np.maximum(scale, 1.0)
+        prior = label_posteriors(pal, fit_label_models(pal, W))
+        timings["appearance"] = timings.get("appearance", 0.0) + time.perf_counter() - t
+        return prior
+
     def _recall(self, cons: Constraints, soft: bool
-                ) -> tuple[bytes | None, tuple[int, np.ndarray] | None]:
-        """The key of these strokes in :attr:`answers` and the ``(m, labels)`` shown for them
-        before, if any (undo, redo; :mod:`~segapp.methods.answer_memory`). Only with
+                ) -> tuple[bytes | None, tuple[int, np.ndarray, np.ndarray | None] | None]:
+        """The key of these strokes in :attr:`answers` and the ``(m, labels, learned)`` shown
+        for them before, if any (undo, redo; :mod:`~segapp.methods.answer_memory`). Only with
         ``stable_refinement`` and hard strokes: otherwise the answer is history-free."""
         if not self.settings["stable_refinement"] or soft:
             return None, None
@@ -238,14 +322,15 @@ class FastGE(GraphMethod):
         return key, self.answers.recall(key)
 
     def _solve_and_round(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
-                         cancel: CancelToken, timings: dict[str, float]
+                         cancel: CancelToken, timings: dict[str, float],
+                         prior: np.ndarray | None = None
                          ) -> tuple[int, Eigenpairs, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Eigenpairs and their rounding, with one more vector while the strokes are not given
         back (:func:`needs_one_more_vector`). Returns m, the pairs, and labels, embedding,
         stroke agreement."""
         o = self.settings
         while True:
-            pairs = self._solve_pencil(pencil, cons, m, soft, cancel, timings)
+            pairs = self._solve_pencil(pencil, cons, m, soft, cancel, timings, prior)
             cancel.check()
             t = time.perf_counter()
             previous = self.answers.tie_breaker(cons) if o["stable_refinement"] else None
@@ -260,16 +345,19 @@ class FastGE(GraphMethod):
             m += 1
 
     def _solve_pencil(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
-                      cancel: CancelToken, timings: dict[str, float]) -> Eigenpairs:
+                      cancel: CancelToken, timings: dict[str, float],
+                      prior: np.ndarray | None = None) -> Eigenpairs:
         """The m smallest pairs of the pencil by the solver :func:`~segapp.solve.choose_method`
-        picks: the harmonic potentials, or LOBPCG (warm-started if asked)."""
+        picks: the harmonic potentials (with the colour models' ``prior``, if any), or LOBPCG
+        (warm-started if asked; it takes no prior)."""
         o = self.settings
         problem = EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings=(
             SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
                           cg_tol=o["cg_tol"], linear_solver=o["linear_solver"],
                           reuse=o["warm_start"] is not False,
                           on_nonconvergence=o["on_nonconvergence"],
-                          advice="try a larger maxiter or a smaller constraint_weight")))
+                          advice="try a larger maxiter or a smaller constraint_weight")),
+                               prior=prior)
         if choose_method(o["eigensolver"], problem, soft=soft,
                          connected=self._is_connected) == "harmonic":
             return self._harmonic_pairs(problem, cancel, timings)
@@ -288,11 +376,13 @@ class FastGE(GraphMethod):
                         timings: dict[str, float]) -> Eigenpairs:
         """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.solve.harmonic`)."""
         o = self.settings
-        if self.harmonic is None or self.harmonic.theta != o["amg_theta"]:
-            g = self.graph
+        g = self.graph
+        shift = o["appearance"] / g.n if problem.prior is not None else 0.0
+        if (self.harmonic is None or self.harmonic.theta != o["amg_theta"]
+                or self.harmonic.shift != shift):
             grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
             self.harmonic = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"],
-                                           grid=grid)
+                                           grid=grid, shift=shift)
         self._X = None  # a later LOBPCG warm start must not mix the two solvers' vectors
         t = time.perf_counter()
         steps: dict[str, float] = {}

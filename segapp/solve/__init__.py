@@ -84,6 +84,9 @@ class EigenProblem:
     start : ndarray (n, b), optional
         LOBPCG's initial block, ``b ≥ nev`` (extra columns are guard vectors).
     settings : SolveSettings
+    prior : ndarray (n, k), optional
+        The labels' appearance posteriors (:mod:`segapp.appearance`), columns in the order of
+        ``sets``: the harmonic path's anchors (:meth:`HarmonicSolver.potential_ritz_pairs`).
     """
 
     pencil: Pencil
@@ -92,6 +95,7 @@ class EigenProblem:
     label_ids: tuple[int, ...] = ()
     start: np.ndarray | None = None
     settings: SolveSettings = SolveSettings()
+    prior: np.ndarray | None = None
 
     def starting_from(self, start: np.ndarray) -> "EigenProblem":
         """The same problem with LOBPCG's start block."""
@@ -168,7 +172,7 @@ def solve(problem: EigenProblem, method: str = "lobpcg", cancel: CancelToken = N
         lam, X, diag = harmonic.potential_ritz_pairs(
             problem.pencil, list(problem.sets), list(problem.label_ids), nev=problem.nev,
             tol=s.cg_tol, maxiter=s.maxiter, reuse=s.reuse, linear_solver=s.linear_solver,
-            cancel=cancel, timings=timings)
+            cancel=cancel, timings=timings, prior=problem.prior)
         if not diag.converged:
             handle_nonconvergence(diag, s.on_nonconvergence, HARMONIC_ADVICE)
         return Eigenpairs(lam, X, diag)

@@ -41,6 +41,28 @@ The system is solved on all n pixels, ``Ã x = b`` with ``Ã = Π L_D Π + (I �
 unpainted pixels; painted rows keep only their diagonal), so the matrix and its multigrid
 hierarchy keep their shape from one stroke set to the next: a hierarchy built for earlier
 strokes still preconditions the new system (:class:`HarmonicSolver` keeps it).
+
+Appearance (issue 31)
+---------------------
+The labels' colour models (:mod:`segapp.appearance`) give every pixel a posterior
+``P_a(i)``. They enter the pencil as k *anchor nodes*, one per label, each must-linked to
+its label's strokes (so it takes their value) and joined to every unpainted pixel i with
+weight ``γ d_i P_a(i)`` — a soft must-link to "the pixels that look like label a", in
+FAST-GE's own ``L_ML`` term. Eliminating the anchors, the harmonic extension becomes Grady's
+random walker with priors (Grady, CVPR 2005, "Multilabel random walker image segmentation
+using prior models"):
+
+.. math:: (L_{FF} + γ D_F)\, φ_a = -L_{F S_a} 1 + γ D_F P_a,
+
+still one symmetric positive definite matrix for every label and every prior, so the
+factor, its per-stroke Woodbury updates and the multigrid hierarchy all apply unchanged
+with ``L + γD`` in place of ``L`` (:class:`HarmonicSolver` ``shift`` = γ, fixed per image):
+a new prior changes right-hand sides only, and the expectation–maximisation rounds of one
+edit reuse one snapshot of the factor. The Rayleigh–Ritz step adds the anchors' energy on
+the trial space (:func:`anchor_gram`), so the eigenvalues shown are those of the pencil the
+solve used. ``γ = appearance / n`` (:mod:`segapp.methods.fastge`): the prior's screening
+length ``1/√(8γ)`` pixels grows with the image, so the colour models reach as far across a
+large photo as a small one and never replace the strokes' own reach.
 """
 
 from __future__ import annotations
@@ -178,9 +200,14 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
     return x, maxiter, rel
 
 
-def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int,
-               cancel: CancelToken = NEVER) -> tuple[np.ndarray, np.ndarray]:
+def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int, cancel: CancelToken = NEVER,
+               anchors: tuple[np.ndarray, np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Rayleigh–Ritz of the pencil on ``span(Y)`` projected to ``dᵀx = 0``: θ and B-orthonormal X.
+
+    ``anchors`` ``(w, P)``: the label anchors of an appearance prior (:func:`anchor_gram`),
+    whose edges join the data graph; ``Y``'s columns must then be the labels' potentials
+    ``E_a + φ_a`` (value 1 on label a's strokes, 0 on the others').
 
     Dependent directions (the constant vector, which the potentials contain) are dropped by
     an SVQB-style orthonormalisation of the B-Gram matrix. (The pencil's own residuals of
@@ -195,6 +222,8 @@ def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int,
     check()
     BY = pencil.B(Yp)
     GA = Yp.T @ AY
+    if anchors is not None:
+        GA = GA + anchor_gram(Y, *anchors)
     check()
     GB = Yp.T @ BY
     try:
@@ -207,6 +236,22 @@ def ritz_pairs(pencil: Pencil, Y: np.ndarray, nev: int,
     theta, C = np.linalg.eigh((GAt + GAt.T) / 2)
     check()
     return theta[:nev], Yp @ (T @ C[:, :nev])
+
+
+def anchor_gram(Y: np.ndarray, w: np.ndarray, P: np.ndarray) -> np.ndarray:
+    r"""The label anchors' energy on ``span(Y)``: ``G_jl = Σ_i w_i Σ_a P_a(i) (Y_ij − δ_aj)(Y_il − δ_al)``.
+
+    An appearance prior joins every pixel i to the anchor node of each label a with weight
+    ``w_i P_a(i)`` (``w = γ d`` on the unpainted pixels); an anchor is must-linked to its
+    label's strokes, so its value in the k-th basis vector is that vector's value there,
+    δ_aj (a constant shift of every vector, as the projection to dᵀx = 0 makes, cancels in
+    the differences). With ``Σ_a P_a = 1`` this is
+    ``YᵀWY − YᵀWP − PᵀWY + diag(1ᵀWP)``: four products of n × k blocks.
+    """
+    WY = Y * w[:, None]
+    WP = P * w[:, None]
+    G = Y.T @ WY - Y.T @ WP - WP.T @ Y + np.diag(WP.sum(0))
+    return (G + G.T) / 2
 
 
 @dataclass
@@ -234,13 +279,24 @@ class HarmonicSolver:
     grid : (shape, reach), optional
         The pixel grid of an image graph (:func:`segapp.solve.ordering.grid_nested_dissection`):
         only image graphs get the direct solver.
+    shift : float
+        γ of an appearance prior (:mod:`segapp.appearance`): every unpainted pixel is joined
+        to the label anchors with total weight ``γ d_i``, so the Dirichlet problems are those
+        of ``L_D + γ D`` (module doc, "Appearance"); 0 = FAST-GE's own problem.
     """
 
     def __init__(self, laplacian: sp.csr_matrix, degrees: np.ndarray, *,
                  theta: float = DEFAULT_THETA,
-                 grid: tuple[tuple[int, int], int] | None = None) -> None:
+                 grid: tuple[tuple[int, int], int] | None = None,
+                 shift: float = 0.0) -> None:
         self.L = sp.csr_matrix(laplacian)
         self.degrees = np.asarray(degrees, dtype=np.float64)
+        self.shift = float(shift)
+        #: The Dirichlet problems' matrix before the strokes: ``L_D + γ D``.
+        self.M = (self.L + sp.diags(self.shift * self.degrees)).tocsr() if self.shift \
+            else self.L
+        #: The last solve's factor snapshot and the factor it came from.
+        self._snap: tuple[direct.DirichletFactor, direct.StrokeSolve] | None = None
         self.theta = theta
         self.state: HarmonicState | None = None
         self.grid = grid
@@ -281,7 +337,7 @@ class HarmonicSolver:
             if self.direct is None and self._direct_usable():
                 assert self.grid is not None
                 try:
-                    self.direct = direct.DirichletFactor(self.L, *self.grid)
+                    self.direct = direct.DirichletFactor(self.M, *self.grid)
                 except (SolverError, MemoryError) as exc:
                     self.direct_unavailable = str(exc)
             return self.direct
@@ -326,9 +382,16 @@ class HarmonicSolver:
                              label_ids: list[int], *, nev: int, tol: float = 1e-4,
                              maxiter: int = 300, reuse: bool = False,
                              linear_solver: str = "auto", cancel: CancelToken = NEVER,
-                             timings: dict[str, float] | None = None
+                             timings: dict[str, float] | None = None,
+                             prior: np.ndarray | None = None
                              ) -> tuple[np.ndarray, np.ndarray, SolverDiagnostics]:
         """The ``nev ≤ k − 1`` smallest Ritz pairs of ``pencil`` on the strokes' potentials.
+
+        ``prior`` (n × k, rows summing to 1, columns in the order of ``sets``): the labels'
+        appearance posteriors; with :attr:`shift` γ > 0 they pull every unpainted pixel
+        towards the labels it looks like (module doc, "Appearance"), and the anchors' edges
+        enter the Rayleigh–Ritz step. Several solves of one stroke set (an EM round each)
+        share one snapshot of the factor.
 
         ``reuse``: solve from the direct solver's factor of earlier strokes (updated), or
         precondition with the previous edit's hierarchy, brought to these strokes
@@ -350,6 +413,7 @@ class HarmonicSolver:
         t = time.perf_counter()
         fixed = painted(n, sets)
         b = stroke_rhs(self.L, fixed, sets[:k - 1])
+        anchors = self._pull(b, fixed, prior)
         timings["dirichlet"] = time.perf_counter() - t
         cancel.check()
         Phi, steps, rel, warm, how = self._potentials(fixed, b, label_ids[:k - 1], tol, maxiter,
@@ -360,7 +424,7 @@ class HarmonicSolver:
         Y[:, k - 1] = 1.0 - Phi.sum(axis=1)
         with_strokes(Y, fixed, sets)
         cancel.check()
-        lam, X = ritz_pairs(pencil, Y, nev, cancel=cancel)
+        lam, X = ritz_pairs(pencil, Y, nev, cancel=cancel, anchors=anchors)
         timings["ritz"] = time.perf_counter() - t
         converged = bool(np.all(rel <= tol))
         reason = (how if how is not None else
@@ -436,14 +500,27 @@ class HarmonicSolver:
         self.last_fallback = self._why_not_direct("auto")
         return None, out
 
+    def _pull(self, b: np.ndarray, fixed: np.ndarray, prior: np.ndarray | None
+              ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Add the label anchors' pull ``γ d_i P_a(i)`` to the right-hand sides ``b`` (its
+        columns: the first labels of ``prior``'s); the anchors ``(w, P)`` for
+        :func:`ritz_pairs`, or None without a prior (module doc, "Appearance")."""
+        if prior is None or self.shift <= 0:
+            return None
+        w = self.shift * self.degrees * ~fixed
+        b += w[:, None] * prior[:, :b.shape[1]]
+        return w, prior
+
     def potentials(self, sets: list[np.ndarray], label_ids: list[int] | None = None, *,
                    tol: float = 1e-4, maxiter: int = 300, linear_solver: str = "auto",
-                   cancel: CancelToken = NEVER) -> np.ndarray:
+                   cancel: CancelToken = NEVER, prior: np.ndarray | None = None) -> np.ndarray:
         """``Y`` (n × k): ``Y_a = E_a + φ_a`` for every label (CCSKL's basis), solved as
         :meth:`potential_ritz_pairs` solves its k − 1: from the direct solver's factor where it can,
-        else iteratively (reusing the last hierarchy when ``label_ids`` name the labels)."""
+        else iteratively (reusing the last hierarchy when ``label_ids`` name the labels);
+        ``prior`` as there."""
         fixed = painted(self.L.shape[0], sets)
         b = stroke_rhs(self.L, fixed, sets)
+        self._pull(b, fixed, prior)
         timings = {"dirichlet": 0.0}
         reuse = label_ids is not None or linear_solver != "iterative"
         ids = list(label_ids) if label_ids is not None else list(range(len(sets)))
@@ -459,17 +536,24 @@ class HarmonicSolver:
         """The potentials from one snapshot of the factor (updated or refactored): exact to
         rounding, whatever a background :meth:`prepare` swaps in meanwhile."""
         t = time.perf_counter()
-        snap = d.for_strokes(fixed, token)
+        owner, snap = self._snap if self._snap is not None else (None, None)
+        # One snapshot per stroke set, while the factor it reads is the current one: the EM
+        # rounds of one edit re-solve with new right-hand sides only.
+        fresh = (owner is not d or snap.base is not d.base
+                 or not np.array_equal(snap.fixed, fixed))
+        if fresh:
+            snap = d.for_strokes(fixed, token)
+            self._snap = (d, snap)
         Phi = snap.solve(b, token)
         self.last_linear_solver = f"direct, {snap.library.describe()}"
         self.last_fallback = ""
         timings["potentials"] = time.perf_counter() - t
-        if snap.how == "refactor":
+        if fresh and snap.how == "refactor":
             timings["amg_setup"] = snap.timings.get("factor", 0.0)  # the set-up this edit paid
             timings["potentials"] -= timings["amg_setup"]
         self.state = None
         # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
-        r = b - self.L @ Phi
+        r = b - self.M @ Phi
         r[fixed] = 0.0
         bn = np.linalg.norm(b, axis=0)
         rel = np.linalg.norm(r, axis=0) / np.where(bn > 0, bn, 1.0)
@@ -486,7 +570,7 @@ class HarmonicSolver:
         """Block CG with the AMG hierarchy (kept and Galerkin-updated from edit to edit)."""
         n = self.L.shape[0]
         t = time.perf_counter()
-        A = dirichlet_matrix(self.L, fixed)
+        A = dirichlet_matrix(self.M, fixed)
         timings["dirichlet"] += time.perf_counter() - t
         st = self.state
         # After an unpainting the old potentials and aggregates mislead CG (45–108 steps

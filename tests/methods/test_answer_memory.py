@@ -65,7 +65,7 @@ def test_recall_round_trips_and_keeps_only_the_newest():
         memory.remember(cons, answer, key, m=2)
     assert memory.recall(keys[0]) is None and memory.recall(keys[1]) is None
     for key, answer in zip(keys[2:], answers[2:]):
-        m, labels = memory.recall(key)
+        m, labels, _ = memory.recall(key)
         assert m == 2 and labels.dtype == np.int32
         np.testing.assert_array_equal(labels, answer)
     other = s.copy()

@@ -249,7 +249,7 @@ def test_result_fields_shapes_and_dtypes():
     assert res.eigenvalues.shape == (3,) and res.eigenvalues.dtype == np.float64
     assert np.all(res.eigenvalues > 0) and np.all(np.diff(res.eigenvalues) >= 0)
     assert res.method == "fastge" and res.label_ids == IDS
-    stages = {"graph", "constraints", "amg_setup", "eigensolver", "partition"}
+    stages = {"graph", "constraints", "amg_setup", "appearance", "eigensolver", "partition"}
     assert set(res.timings) == stages | {"total"}
     assert all(np.isfinite(v) and v >= 0 for v in res.timings.values())
     # the stages are disjoint parts of the total

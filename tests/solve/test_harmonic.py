@@ -151,3 +151,75 @@ def test_lobpcg_where_the_harmonic_limit_does_not_apply(blocks):
     assert "potentials" not in res.diagnostics.reason
     theirs = segapp.cluster(labels[:6], graph=W[:6, :6])
     assert "potentials" in theirs.diagnostics.reason
+
+
+# -- appearance: label anchors joined to the data graph (issue 31) -------------------------
+def _anchored_reference(L, d, sets, prior, gamma):
+    """Dense harmonic extension on the data graph plus one anchor node per label (joined to
+    every unpainted pixel i with weight γ d_i P_a(i), fixed at its label's indicator)."""
+    n, k = L.shape[0], len(sets)
+    W = np.diag(np.diag(L.toarray())) - L.toarray()
+    fixed = np.zeros(n, bool)
+    for S in sets:
+        fixed[S] = True
+    Wa = np.zeros((n + k, n + k))
+    Wa[:n, :n] = W
+    link = gamma * d[:, None] * prior * ~fixed[:, None]
+    Wa[:n, n:], Wa[n:, :n] = link, link.T
+    La = np.diag(Wa.sum(1)) - Wa
+    values = np.zeros((n + k, k))
+    for a, S in enumerate(sets):
+        values[S, a] = 1.0
+    values[n:] = np.eye(k)
+    known = np.r_[fixed, np.ones(k, bool)]
+    free = ~known
+    X = values.copy()
+    X[free] = np.linalg.solve(La[np.ix_(free, free)], -La[np.ix_(free, known)] @ values[known])
+    return X[:n], La, values, known
+
+
+@pytest.mark.parametrize("linear_solver", ["direct", "iterative"])
+@pytest.mark.parametrize("gamma", [1e-3, 0.1])
+def test_a_prior_gives_the_potentials_of_the_graph_with_label_anchors(linear_solver, gamma):
+    if linear_solver == "direct" and not segapp.solve.direct.available():
+        pytest.skip("no usable CHOLMOD here")
+    img, truth = noisy_blocks()
+    g = image_graph(img, denoise=0)
+    s = strokes(truth).ravel()
+    ids = np.unique(s[s > 0])
+    sets = [np.flatnonzero(s == i) for i in ids]
+    rng = np.random.default_rng(5)
+    prior = rng.random((g.n, len(ids)))
+    prior /= prior.sum(1, keepdims=True)
+    h = HarmonicSolver(g.laplacian, g.degrees, grid=(g.shape, 1), shift=gamma)
+    Y = h.potentials(sets, list(ids), tol=1e-13, maxiter=1000, linear_solver=linear_solver,
+                     prior=prior)
+    ref, *_ = _anchored_reference(g.laplacian, g.degrees, sets, prior, gamma)
+    np.testing.assert_allclose(Y, ref, atol=1e-8)
+    np.testing.assert_allclose(Y.sum(1), 1.0, atol=1e-8)   # Σ P_a = 1 keeps Σ φ_a = 1
+
+
+def test_the_anchor_gram_is_the_anchored_graphs_energy():
+    from segapp.solve.harmonic import anchor_gram
+    img, truth = noisy_blocks()
+    g = image_graph(img, denoise=0)
+    s = strokes(truth).ravel()
+    ids = np.unique(s[s > 0])
+    sets = [np.flatnonzero(s == i) for i in ids]
+    k = len(ids)
+    rng = np.random.default_rng(2)
+    prior = rng.random((g.n, k))
+    prior /= prior.sum(1, keepdims=True)
+    gamma = 0.05
+    Y, La, values, known = _anchored_reference(g.laplacian, g.degrees, sets, prior, gamma)
+    fixed = np.zeros(g.n, bool)
+    for S in sets:
+        fixed[S] = True
+    w = gamma * g.degrees * ~fixed
+    G = anchor_gram(Y, w, prior)
+    L = g.laplacian.toarray()
+    for t in rng.standard_normal((5, k)):
+        shift = rng.standard_normal()                     # a constant shift changes nothing
+        x = np.r_[Y @ t + shift, t + shift]               # anchors carry the strokes' values
+        data = (Y @ t) @ L @ (Y @ t)
+        np.testing.assert_allclose(x @ La @ x, data + t @ G @ t, rtol=1e-10)
