@@ -127,9 +127,10 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     Option("appearance_rounds", int, APPEARANCE_ROUNDS, "EM rounds of the colour models per "
            "edit: the first learns from the painted pixels, each next one also from the "
            "answer before it", "solve", low=1, high=5),
-    Option("locality", float, RADIUS, "where the colour models first learn: besides the "
+    Option("locality", float, 0.0, "where the colour models first learn: besides the "
            "painted pixels, the unpainted ones near each label's strokes, within about this "
-           "share of the image's larger side (GrabCut's region); 0 = the painted pixels only",
+           f"share of the image's larger side (GrabCut's region: {RADIUS}); 0 = the painted "
+           "pixels only (the default: on the dev photos the region lowered the first answer)",
            "solve", low=0.0, high=4.0),
     SEED,
 )
