@@ -64,9 +64,11 @@ class Mixture:
 
 
 def fit_mixture(x: np.ndarray, w: np.ndarray, components: int = 5, *,
-                floor: float = COVARIANCE_FLOOR, steps: int = EM_STEPS) -> Mixture | None:
+                floor: float | np.ndarray = COVARIANCE_FLOOR, steps: int = EM_STEPS
+                ) -> Mixture | None:
     """The mixture of at most ``components`` Gaussians fitted to points ``x`` (m, c) with
-    weights ``w`` (m,) ≥ 0 (module doc); None if the weights sum to zero.
+    weights ``w`` (m,) ≥ 0 (module doc); None if the weights sum to zero. ``floor`` is added
+    to every component's covariance: one variance, or one per channel (c,).
 
     Fewer components are used when there are few distinct points (a click of a few pixels):
     at most one per 8 points of positive weight.
@@ -82,7 +84,7 @@ def fit_mixture(x: np.ndarray, w: np.ndarray, components: int = 5, *,
     K = means.shape[0]
     resp = _lloyd(x, w, means)
     c = x.shape[1]
-    eye = floor * np.eye(c)
+    eye = np.diag(np.broadcast_to(np.asarray(floor, np.float64), (c,)))
     for step in range(steps + 1):
         rw = resp * w[:, None]
         N = rw.sum(0)

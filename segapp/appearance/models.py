@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mixture import Mixture, fit_mixture
+from .mixture import COVARIANCE_FLOOR, Mixture, fit_mixture
 
 #: Bin widths of :class:`ColourPalette` in L*, a*, b* (grey: L* only).
 BIN = (1.0, 2.0, 2.0)
@@ -77,10 +77,19 @@ class ColourPalette:
 
 
 def fit_label_models(palette: ColourPalette, weights: np.ndarray,
-                     components: int = COMPONENTS) -> list[Mixture | None]:
+                     components: int = COMPONENTS, noise: np.ndarray | float = 0.0
+                     ) -> list[Mixture | None]:
     """One mixture per label from the per-bin weights (b, k) of :meth:`ColourPalette.bin_weights`
-    (None for a label with no weight)."""
-    return [fit_mixture(palette.colours, weights[:, a], components)
+    (None for a label with no weight).
+
+    ``noise`` (per channel, Lab units) is the image's noise: its variance joins every
+    component's covariance floor, because a label's colours are known no better than the
+    noise lets a few pixels show them — a click's one noisy pixel must not make a model of
+    one exact colour, which would give the answer for a click and for a small disc there
+    different priors.
+    """
+    floor = COVARIANCE_FLOOR + np.square(np.asarray(noise, np.float64))
+    return [fit_mixture(palette.colours, weights[:, a], components, floor=floor)
             for a in range(weights.shape[1])]
 
 

@@ -46,6 +46,7 @@ from ..solve.harmonic import HarmonicSolver
 from ..solve.ordering import offsets_reach
 from ..graphs import Graph
 from ..options import SEED, Option, Settings
+from ..partition.colour_model import strokes_differ_in_colour
 from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvectors,
                          rounding_confidence, stroke_agreement)
 from ..solve.pencil import Pencil
@@ -55,7 +56,7 @@ from .base import Answer, n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Default ``appearance``, γ·n (issue 31; the scan behind it in docs/quality.md).
-APPEARANCE = 1.0
+APPEARANCE = 3.0
 #: Default ``appearance_rounds``.
 APPEARANCE_ROUNDS = 1
 
@@ -240,7 +241,7 @@ class FastGE(GraphMethod):
         soft = strokes.soft
         key, shown = self._recall(cons, soft)
         self.amg = None   # LOBPCG's hierarchy: built for these strokes when first needed
-        rounds = self._appearance_rounds(soft)
+        rounds = self._appearance_rounds(cons, soft)
         learned = None    # the answer the colour models learn from besides the strokes
         if shown is not None:
             # Undo, redo or the same strokes again: the answer shown then, with its vectors
@@ -266,12 +267,20 @@ class FastGE(GraphMethod):
         return Answer(labels, V, np.asarray(lam), diag, agreement, conf)
 
     # -- appearance (issue 31) -------------------------------------------------------------
-    def _appearance_rounds(self, soft: bool) -> int:
+    def _appearance_rounds(self, cons: Constraints, soft: bool) -> int:
         """EM rounds of the colour models for this edit; 0 where they do not apply: the
-        option off, soft strokes or LOBPCG (no Dirichlet problem to add them to), no image."""
+        option off, soft strokes or LOBPCG (no Dirichlet problem to add them to), no image,
+        or two labels whose painted colours do not differ beyond the image's noise
+        (:func:`~segapp.partition.colour_model.strokes_differ_in_colour`): their models would
+        split pixels by noise and pull the whole image towards whichever stroke happens to
+        be nearer the mean colour (a click on one noisy grey kept 18% of a 5×5 seed's answer)."""
         o = self.settings
         if (not o["appearance"] or soft or self._image is None
                 or canonical_method(o["eigensolver"]) != "harmonic"):
+            return 0
+        sets = cons.sets
+        if not all(strokes_differ_in_colour(self.colours, [sets[a], sets[b]])
+                   for a in range(len(sets)) for b in range(a)):
             return 0
         return o["appearance_rounds"]
 
@@ -308,7 +317,7 @@ class FastGE(GraphMethod):
         if A is not None:
             scale = A.sum(0) / np.maximum(W.sum(0), 1e-12)
             W = A + W * np.maximum(scale, 1.0)
-        prior = label_posteriors(pal, fit_label_models(pal, W))
+        prior = label_posteriors(pal, fit_label_models(pal, W, noise=self.colours.noise))
         timings["appearance"] = timings.get("appearance", 0.0) + time.perf_counter() - t
         return prior
 
