@@ -94,5 +94,7 @@ def test_noisy_three_region_image_meets_the_issue_10_targets(level, target):
         s = short_strokes(gt, seed)
         labels = segapp.segment(image, s).labels
         assert np.mean(labels == gt + 1) >= target, f"seed {seed}"
-    raw = segapp.segment(image, s, denoise=0).labels
+    # the graph's own share: without the pre-filter (and without the colour models, which
+    # since issue 31 lift the raw graph's answer to 0.92 here) about half
+    raw = segapp.segment(image, s, denoise=0, appearance=0).labels
     assert np.mean(raw == gt + 1) < 0.8
