@@ -14,8 +14,9 @@ Measurement (one process, one BLAS thread, as the app's solves)
       labels) — what comes after it, before any export;
     * at sizes up to ``--full-max`` MP, the **full** solve of the same strokes
       (``segment(..., max_pixels=None)``) and the agreement of the coarse and the refined
-      labels with it: on the **6-px band** (pixels within 3 px of a boundary of either
-      mask) and on all pixels (region-level differences show there);
+      labels with it: on the **6-px band** (the pixels on either side of a boundary of
+      either mask, widened by 2 px: 6 px across a boundary) and on all pixels (region-level
+      differences show there);
     * **steps**: the staircase of the working grid. Of the label boundary's horizontal runs
       (maximal runs of pixels whose label differs from the pixel below), the share shorter
       than the smallest working cell (``floor(H / h)`` px): ~0 for a staircase (its runs are
@@ -64,7 +65,8 @@ def load(name: str, megapixels: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def band6(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pixels within 3 px of a label boundary of ``a`` or ``b`` (a 6-px band)."""
+    """The pixels beside a label boundary of ``a`` or ``b`` (both sides), widened by 2 px:
+    a band 6 px across each boundary."""
     e = np.zeros(a.shape, bool)
     for m in (a, b):
         d = m[1:] != m[:-1]
@@ -73,7 +75,7 @@ def band6(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = m[:, 1:] != m[:, :-1]
         e[:, 1:] |= d
         e[:, :-1] |= d
-    return ndi.distance_transform_edt(~e) <= 3
+    return ndi.distance_transform_edt(~e) <= 2
 
 
 def steps(labels: np.ndarray, working: tuple[int, int]) -> tuple[float, float]:

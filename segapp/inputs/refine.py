@@ -71,9 +71,9 @@ TV_MARGIN = 6
 #: Blocks the noise estimate of a large image is taken on (:func:`_noise`).
 NOISE_BLOCKS = 64
 
-#: Row step of the σ and noise statistics on very large images (every k-th row pair; the
-#: statistics are means and medians over millions of edges, so a sample is as good).
-STATISTICS_ROWS = 1_000
+#: Rows the σ statistic is taken on (every k-th row's edges; the mean over a million edges
+#: of a 12 MP photo is as good as over all, and 0.05 s instead of 0.7 s).
+STATISTICS_ROWS = 256
 
 
 @dataclass

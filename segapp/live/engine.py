@@ -185,8 +185,8 @@ class LiveEngine:
     def refines(self, seg: Any) -> bool:
         """Whether ``seg`` (a result of :meth:`solve` with ``refine=False``) still has its
         edges to solve at full resolution (:meth:`segapp.Session.refine`)."""
-        session = self.sessions.session
-        return session is not None and session.needs_refinement(seg)
+        needs = getattr(self.sessions.session, "needs_refinement", None)
+        return needs is not None and needs(seg)
 
     def refine(self, req: SolveRequest, seg: Any,
                progress: Callable[[str, float | None, float | None], None] | None = None
