@@ -30,6 +30,93 @@ import scipy.sparse as sp
 from .image import affinity
 
 
+class BandGraph:
+    """The pattern of ``L_UU`` and the pixels next to U, for one band: everything of
+    :func:`band_system` that does not depend on the features (so a factorization can be
+    analysed while the features are computed: :mod:`segapp.inputs.refine`).
+
+    Parameters
+    ----------
+    shape : (H, W)
+    offsets : list of (dy, dx)
+        The half-neighbourhood (``Graph.offsets``); both directions are used.
+    unknown : ndarray of int, sorted, unique
+        Flat (row-major) indices of U.
+
+    Attributes
+    ----------
+    indptr, indices : ndarray of int32
+        The upper triangle of ``L_UU`` (diagonal included) as CSR with sorted columns — in
+        CSC the lower triangle, what a Cholesky factorization reads.
+    """
+
+    def __init__(self, shape: tuple[int, int], offsets: list[tuple[int, int]],
+                 unknown: np.ndarray) -> None:
+        H, W = shape
+        self.shape = (H, W)
+        self.unknown = U = np.asarray(unknown, dtype=np.int64)
+        nu = U.size
+        where = np.full(H * W, -1, dtype=np.int32)   # flat index -> row of U (or -1)
+        where[U] = np.arange(nu, dtype=np.int32)
+        uy, ux = np.divmod(U, W)
+        # Upper neighbours in increasing flat offset: each row's columns come out sorted (U
+        # is sorted, and `where` increases on it).
+        self.up = up = sorted({(dy, dx) if (dy, dx) > (0, 0) else (-dy, -dx)
+                               for dy, dx in offsets}, key=lambda o: o[0] * W + o[1])
+        cols = np.full((len(up) + 1, nu), -1, dtype=np.int32)   # slot-major: contiguous
+        cols[0] = np.arange(nu, dtype=np.int32)
+        #: per direction: neighbour indices (a neighbour outside the image points back at
+        #: the pixel itself), which are outside, and which rows see a known pixel there
+        self.steps: list[tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]] = []
+        for dy, dx in up + [(-dy, -dx) for dy, dx in up]:
+            outside = (uy + dy < 0) | (uy + dy >= H) | (ux + dx < 0) | (ux + dx >= W)
+            q = U + (dy * W + dx)
+            q[outside] = U[outside]
+            loc = np.take(where, q)
+            inside = (loc >= 0) & ~outside
+            if (dy, dx) in up:
+                cols[up.index((dy, dx)) + 1][inside] = loc[inside]
+            self.steps.append(((dy, dx), q, outside, np.flatnonzero(~(inside | outside))))
+        self._keep = cols >= 0
+        self.indptr = np.zeros(nu + 1, dtype=np.int32)
+        np.cumsum(self._keep.sum(axis=0), out=self.indptr[1:])
+        self.indices = cols.T[self._keep.T]
+
+    def system(self, features: np.ndarray, sigma: float,
+               known: Callable[[np.ndarray], np.ndarray]) -> tuple[sp.csr_matrix, np.ndarray]:
+        """``(L_UU, W_UK y_K)`` on this pattern (see :func:`band_system`)."""
+        H, W = self.shape
+        F = features.reshape(H * W, -1)
+        U, up = self.unknown, self.up
+        nu = U.size
+        FU = np.take(F, U, axis=0)
+        vals = np.empty((len(up) + 1, nu), dtype=np.float64)
+        degrees = vals[0]
+        degrees[:] = 0.0
+        k_rows, k_idx, k_w = [], [], []
+        for (dy, dx), q, outside, rows in self.steps:
+            # every row at once (whole-array operations, no row selection: 2-3x faster)
+            d = FU - np.take(F, q, axis=0)
+            w = affinity(np.einsum("ij,ij->i", d, d), sigma).astype(np.float64)
+            w[outside] = 0.0
+            degrees += w
+            if (dy, dx) in up:
+                vals[up.index((dy, dx)) + 1] = -w
+            k_rows.append(rows)
+            k_idx.append(q[rows])
+            k_w.append(w[rows])
+        A = sp.csr_matrix((vals.T[self._keep.T], self.indices, self.indptr), shape=(nu, nu))
+        A.has_sorted_indices = True
+        rows_k, idx_k, w_k = (np.concatenate(k_rows), np.concatenate(k_idx),
+                              np.concatenate(k_w))
+        ids, inverse = np.unique(idx_k, return_inverse=True)   # each known pixel read once
+        y = np.asarray(known(ids), dtype=np.float64).reshape(ids.size, -1)
+        b = np.empty((nu, y.shape[1]))
+        for c in range(y.shape[1]):
+            b[:, c] = np.bincount(rows_k, weights=w_k * y[inverse, c], minlength=nu)
+        return A, b
+
+
 def band_system(features: np.ndarray, sigma: float, offsets: list[tuple[int, int]],
                 unknown: np.ndarray, known: Callable[[np.ndarray], np.ndarray]
                 ) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -57,61 +144,7 @@ def band_system(features: np.ndarray, sigma: float, offsets: list[tuple[int, int
     b : ndarray (|U| × m)
         ``W_UK y_K``.
     """
-    H, W = features.shape[:2]
-    F = features.reshape(H * W, -1)
-    U = np.asarray(unknown, dtype=np.int64)
-    nu = U.size
-    where = np.full(H * W, -1, dtype=np.int32)   # flat index -> row of U (or -1)
-    where[U] = np.arange(nu, dtype=np.int32)
-    uy, ux = np.divmod(U, W)
-    FU = np.take(F, U, axis=0)
-    # Upper neighbours in increasing flat offset: each row's columns come out sorted (U is
-    # sorted, and `where` increases on it).
-    up = sorted({(dy, dx) if (dy, dx) > (0, 0) else (-dy, -dx) for dy, dx in offsets},
-                key=lambda o: o[0] * W + o[1])
-    cols = np.full((len(up) + 1, nu), -1, dtype=np.int32)    # slot-major: contiguous writes
-    vals = np.empty((len(up) + 1, nu), dtype=np.float64)
-    cols[0] = np.arange(nu, dtype=np.int32)
-    degrees = vals[0]
-    degrees[:] = 0.0
-    k_rows: list[np.ndarray] = []
-    k_idx: list[np.ndarray] = []
-    k_w: list[np.ndarray] = []
-    for dy, dx in up + [(-dy, -dx) for dy, dx in up]:
-        # Every row at once (whole-array operations, no row selection: 2-3x faster); a
-        # neighbour outside the image points back at the pixel itself with weight 0.
-        outside = (uy + dy < 0) | (uy + dy >= H) | (ux + dx < 0) | (ux + dx >= W)
-        q = U + (dy * W + dx)
-        q[outside] = U[outside]
-        d = FU - np.take(F, q, axis=0)
-        w = affinity(np.einsum("ij,ij->i", d, d), sigma).astype(np.float64)
-        w[outside] = 0.0
-        degrees += w
-        loc = np.take(where, q)
-        inside = loc >= 0                       # an outside neighbour is the pixel itself
-        inside &= ~outside
-        if (dy, dx) in up:
-            slot = up.index((dy, dx)) + 1
-            cols[slot][inside] = loc[inside]
-            vals[slot] = -w
-        rows = np.flatnonzero(~(inside | outside))
-        k_rows.append(rows)
-        k_idx.append(q[rows])
-        k_w.append(w[rows])
-    keep = cols >= 0
-    indptr = np.zeros(nu + 1, dtype=np.int64)
-    np.cumsum(keep.sum(axis=0), out=indptr[1:])
-    order = keep.T                              # row-major entries from the slot-major arrays
-    A = sp.csr_matrix((vals.T[order], cols.T[order], indptr), shape=(nu, nu))
-    A.has_sorted_indices = True
-    rows_k, idx_k, w_k = (np.concatenate(k_rows), np.concatenate(k_idx),
-                          np.concatenate(k_w))
-    ids, inverse = np.unique(idx_k, return_inverse=True)   # each known pixel read once
-    y = np.asarray(known(ids), dtype=np.float64).reshape(ids.size, -1)
-    b = np.empty((nu, y.shape[1]))
-    for c in range(y.shape[1]):
-        b[:, c] = np.bincount(rows_k, weights=w_k * y[inverse, c], minlength=nu)
-    return A, b
+    return BandGraph(features.shape[:2], offsets, unknown).system(features, sigma, known)
 
 
 def symmetric(upper: sp.csr_matrix) -> sp.csr_matrix:

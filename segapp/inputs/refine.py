@@ -36,6 +36,7 @@ Measured with ``benchmarks/edges.py`` (see ``docs/edges.md`` and CHANGELOG.md).
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,11 +45,11 @@ import numpy as np
 from scipy import ndimage as ndi
 
 from ..cancel import NEVER, CancelToken
-from ..graphs.band import band_system
+from ..graphs.band import BandGraph
 from ..graphs.image import (TV_MIN_WEIGHT, _offset_slices, grid_offsets, image_features,
                             mean_neighbour_distance, noise_sigma, sigma_rule, tv_filter)
 from ..result import Segmentation
-from ..solve.band import solve_band
+from ..solve.band import BandSolver
 from .resolution import bilinear_at, nearest
 from .rounding_rule import RoundingRule
 
@@ -173,19 +174,35 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     timings["band"] = time.perf_counter() - t
     cancel.check()
 
-    # 2. the full-resolution features around the band, and σ
+    # 2. the band's pattern, analysed for the factorization in another thread (CHOLMOD
+    #    releases the GIL) while the full-resolution features around the band and σ are
+    #    computed in this one
     t = time.perf_counter()
     offsets = grid_offsets(settings["connectivity"], settings["radius"])
     offsets = [(dy, dx) for dy, dx in offsets if dy < H and abs(dx) < W]
+    graph = BandGraph((H, W), offsets, unknown)
+    solver = BandSolver(graph.indptr, graph.indices)
+    analysis = threading.Thread(target=_quietly, args=(solver.analyse,),
+                                name="segapp-band-analysis", daemon=True)
+    analysis.start()
+    timings["pattern"] = time.perf_counter() - t
+    t = time.perf_counter()
     reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
-    feats = band_features(image, settings["color"], settings["denoise"], band, reach, cancel)
-    sigma = settings["sigma"]
-    if sigma is None:
-        step = max(1, H // STATISTICS_ROWS)
-        sigma = sigma_rule(mean_neighbour_distance(feats, offsets, step),
-                           settings["sigma_scale"])
+    try:
+        feats = band_features(image, settings["color"], settings["denoise"], band, reach,
+                              cancel)
+        sigma = settings["sigma"]
+        if sigma is None:
+            step = max(1, H // STATISTICS_ROWS)
+            sigma = sigma_rule(mean_neighbour_distance(feats, offsets, step),
+                               settings["sigma_scale"])
+        cancel.check()
+    except BaseException:
+        # no CHOLMOD call left running behind a cancelled refinement (one at interpreter
+        # exit crashed a script: segapp.session); the analysis takes a few tenths of a second
+        analysis.join()
+        raise
     timings["features"] = time.perf_counter() - t
-    cancel.check()
 
     # 3. the band's Dirichlet problem
     t = time.perf_counter()
@@ -203,10 +220,11 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
         y[on] = stroke_values[np.searchsorted(ids, lab[on])]
         return y
 
-    A, b = band_system(feats, float(sigma), offsets, unknown, known)
+    A, b = graph.system(feats, float(sigma), known)
     timings["system"] = time.perf_counter() - t
     t = time.perf_counter()
-    x, report = solve_band(A, b, cancel)
+    analysis.join()
+    x, report = solver.solve(A.data, b, cancel)
     timings["solve"] = time.perf_counter() - t
     cancel.check()
 
@@ -274,6 +292,15 @@ def _noise(feats: np.ndarray) -> float:
     ys = np.linspace(0, H - 128, n).astype(int)
     xs = np.linspace(0, W - 128, n).astype(int)
     return float(np.median([noise_sigma(feats[y:y + 128, x:x + 128]) for y in ys for x in xs]))
+
+
+def _quietly(fn: Any) -> None:
+    """Run ``fn``; an error is left for the caller's own call to meet again (the band's
+    analysis: :meth:`BandSolver.solve` analyses again when it finds none)."""
+    try:
+        fn()
+    except Exception:   # noqa: BLE001 — solve() raises it in the caller's thread
+        pass
 
 
 def _label_edges(labels: np.ndarray) -> np.ndarray:
