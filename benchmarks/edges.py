@@ -11,7 +11,8 @@ Measurement (one process, one BLAS thread, as the app's solves)
     * **coarse s**: ``Session(image)`` + ``update(strokes, refine=False)`` — the working
       answer (0.5 MP working copy) brought back by nearest neighbour, what the app shows first;
     * **refine s**: ``Session.refine`` of that answer (band, features, system, solve,
-      labels) — what comes after it, before any export;
+      labels) — what comes after it, before any export; **refine cpu s** its processor
+      seconds (one thread: about what an idle machine's wall clock would show);
     * at sizes up to ``--full-max`` MP, the **full** solve of the same strokes
       (``segment(..., max_pixels=None)``) and the agreement of the coarse and the refined
       labels with it: on the **6-px band** (the pixels on either side of a boundary of
@@ -118,11 +119,11 @@ def main() -> None:
                 sess.background = False
                 coarse = sess.update(s, refine=False)
                 t_coarse = time.perf_counter() - t
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 fine = sess.refine(coarse, s)
-                t_refine = time.perf_counter() - t
+                t_refine, c_refine = time.perf_counter() - t, time.process_time() - c
             row = {"image": name, "size": f"{W}×{H}", "coarse s": t_coarse,
-                   "refine s": t_refine, "band px": fine.refinement.band_pixels,
+                   "refine s": t_refine, "refine cpu s": c_refine, "band px": fine.refinement.band_pixels,
                    "solver": fine.refinement.solver or fine.refinement.reason}
             for tag, res in (("coarse", coarse), ("refined", fine)):
                 row[f"{tag} short/grid"] = "%.2f / %.2f" % steps(res.labels, sess.working_shape)
