@@ -261,9 +261,7 @@ def band_features(image: np.ndarray, color: bool, denoise: float, band: np.ndarr
     out = np.array(feats, dtype=np.float32, copy=True)
     ty, tx = -(-H // TV_TILE), -(-W // TV_TILE)
     # tiles holding band pixels or their neighbours (``reach`` px away), which are read too
-    pad = np.zeros((ty * TV_TILE, tx * TV_TILE), bool)
-    pad[:H, :W] = band
-    near = np.zeros_like(pad)
+    near = np.zeros((ty * TV_TILE, tx * TV_TILE), bool)
     near[:H, :W] = ndi.binary_dilation(band, np.ones((3, 3), bool), iterations=reach) \
         if reach > 0 else band
     hit = near.reshape(ty, TV_TILE, tx, TV_TILE).any(axis=(1, 3))
