@@ -185,3 +185,18 @@ def test_painted_pixels_keep_their_labels(strokes):
     painted = s > 0
     np.testing.assert_array_equal(res.labels[painted], s[painted])
     assert set(np.unique(s[painted])) <= set(np.unique(res.labels))
+
+
+def test_solve_band_without_cholmod_uses_superlu(monkeypatch):
+    """Where CHOLMOD is missing the same system is solved by SuperLU, exactly."""
+    import segapp.solve.band as B
+    monkeypatch.setattr(B.cholmod, "available", lambda: False)
+    img, _ = _disc_image(16, 18)
+    g = image_graph(img, denoise=0)
+    U = np.arange(30, 220)
+    y = np.random.default_rng(4).normal(size=(g.n, 2))
+    A, b = band_system(img, g.sigma, g.offsets, U, lambda idx: y[idx])
+    x, report = solve_band(A, b)
+    assert report["solver"] == "SuperLU"
+    np.testing.assert_allclose(x, np.linalg.solve(symmetric(A).toarray(), b), rtol=1e-8,
+                               atol=1e-10)
