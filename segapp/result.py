@@ -46,6 +46,10 @@ class Segmentation:
         is brought back to full resolution). None for methods that do not provide it.
         Computed when first read (a method may hand a zero-argument function instead of the
         array), so an edit's answer never waits for it.
+    refinement : segapp.inputs.refine.Refinement or None
+        For an answer of a working copy smaller than the image: whether its boundary band
+        was solved again at full resolution, and how (``docs/edges.md``); None when no
+        refinement was tried (full-resolution answers, previews, other methods).
     """
 
     labels: np.ndarray
@@ -58,6 +62,7 @@ class Segmentation:
     stroke_agreement: dict[int, float] | None = None
     preview: bool = False
     confidence: np.ndarray | Callable[[], np.ndarray] | None = None
+    refinement: object = None
 
     def map_confidence(self, fn: Callable[[np.ndarray], np.ndarray]) -> None:
         """Replace the confidence map by ``fn(map)``, still computed only when first read."""

@@ -27,6 +27,7 @@ from .errors import Cancelled, InvalidInputError, SolverError
 from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
                      check_label_map)
 from .options import WORKING_PIXELS, Settings
+from .inputs.refine import needs_refinement, refine as refine_edges
 from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
                          reduce_strokes, working_shape)
 from .result import Segmentation
@@ -113,7 +114,7 @@ class Session:
     def update(self, scribbles: np.ndarray, *, cancel: CancelLike = None,
                confidence: np.ndarray | None = None,
                preview: Callable[[Segmentation], None] | None = None,
-               **solve_options: Any) -> Segmentation:
+               refine: bool = True, **solve_options: Any) -> Segmentation:
         """Segment with the current scribbles (0 = unlabelled, else the user's label id).
 
         ``solve_options`` override the session's solve options for this call only; nothing
@@ -131,6 +132,11 @@ class Session:
         caller's thread while the full solve runs in another (since issue 28; before, it ran
         first), so a viewer can show something within a fraction of a second on a
         12-megapixel photo and replace it when the full result comes back.
+
+        ``refine`` (default True): an answer of a working copy smaller than the image has its
+        boundary band solved again at full resolution (:meth:`refine`; FAST-GE only) before
+        it is returned. A viewer that shows the working answer first passes False and calls
+        :meth:`refine` itself, in the background.
         """
         settings = self._method.updated(self.settings, solve_options)  # only this call's checked
         check_callback(preview, "preview")
@@ -150,6 +156,8 @@ class Session:
             result = self._with_preview(s, cancel, confidence, settings, preview, t)
         else:
             result = self._full(s, cancel, confidence, settings)
+        if refine and needs_refinement(result):
+            result = self.refine(result, s, cancel)
         elapsed = time.perf_counter() - t
         if self.revision == 0:
             result.timings = {**self._setup_timings, **result.timings}
@@ -206,6 +214,27 @@ class Session:
         if "error" in box:
             raise box["error"]
         return box["result"]
+
+    def needs_refinement(self, result: Segmentation) -> bool:
+        """Whether :meth:`refine` would solve ``result``'s edges again at full resolution (a
+        working-copy answer of FAST-GE not refined yet)."""
+        return needs_refinement(result)
+
+    def refine(self, result: Segmentation, scribbles: np.ndarray,
+               cancel: CancelLike = None) -> Segmentation:
+        """``result`` (an answer of this session, not refined) with its region boundaries
+        solved again at full resolution around the working answer's edges
+        (:mod:`segapp.inputs.refine`): a new Segmentation whose ``refinement`` says what was
+        done; ``result`` itself is left as it was. Any other result comes back unchanged.
+
+        Thread-safe beside the next :meth:`update` (it reads only the image and the
+        result). Raises :class:`~segapp.errors.Cancelled` when ``cancel`` is set.
+        """
+        if not needs_refinement(result):
+            return result
+        s = check_label_map(scribbles, self.shape)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return refine_edges(result, self.image, s, self.settings, CancelToken.of(cancel))
 
     # -- work for the next edit ------------------------------------------------------------
     def prepare(self, cancel: CancelLike = None) -> None:

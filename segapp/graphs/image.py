@@ -190,9 +190,51 @@ def denoise_features(feats: np.ndarray, weight: float = DEFAULT_DENOISE) -> np.n
     lam = float(weight) * noise_sigma(feats)
     if lam < TV_MIN_WEIGHT:
         return feats
+    return tv_filter(feats, lam)
+
+
+def tv_filter(feats: np.ndarray, lam: float) -> np.ndarray:
+    """The total-variation minimiser of weight ``lam`` of each feature plane (Chambolle's
+    algorithm, :data:`TV_ITERATIONS` at most), float32."""
     from skimage.restoration import denoise_tv_chambolle
     out = denoise_tv_chambolle(feats, weight=lam, max_num_iter=TV_ITERATIONS, channel_axis=-1)
     return np.asarray(out, np.float32)
+
+
+def sigma_rule(mean_distance: float, sigma_scale: float = DEFAULT_SIGMA_SCALE) -> float:
+    """The data-driven σ of the module docstring from the mean neighbour feature distance.
+
+    A perfectly flat image has mean 0: any σ gives uniform weights then (1.0). Otherwise σ is
+    kept above :data:`SIGMA_FLOOR`: differences far below one 8-bit grey level (1/255) are
+    rounding, and a σ of that size would turn them into full-contrast edges.
+    """
+    return max(float(sigma_scale * mean_distance), SIGMA_FLOOR) if mean_distance > 0 else 1.0
+
+
+def mean_neighbour_distance(feats: np.ndarray, offsets: list[tuple[int, int]],
+                            row_step: int = 1) -> float:
+    """Mean ``‖f_i − f_j‖`` over the grid's edges (the σ rule's statistic) of ``(H, W, c)``
+    features; ``row_step`` > 1 averages over the edges leaving every ``row_step``-th row only
+    (an estimate for very large images: :mod:`segapp.inputs.refine` at 12 MP)."""
+    H, W = feats.shape[:2]
+    total, count = 0.0, 0
+    for dy, dx in offsets:
+        ys, xs, ys2, xs2 = _offset_slices((H, W), dy, dx)
+        rows = np.arange(ys.start, ys.stop, max(1, int(row_step)))
+        if rows.size == 0 or xs.stop - xs.start <= 0:
+            continue
+        diff = feats[rows, xs] - feats[rows + dy, xs2]
+        total += float(np.sqrt(np.einsum("ijc,ijc->ij", diff, diff)).sum(dtype=np.float64))
+        count += diff.shape[0] * diff.shape[1]
+    return total / max(count, 1)
+
+
+def affinity(sq: np.ndarray, sigma: float) -> np.ndarray:
+    """The edge weights ``max(exp(−sq / 2σ²), MIN_WEIGHT)`` of squared feature distances
+    (float32 in, float32 out; NaN stays NaN)."""
+    w = np.exp(sq * np.float32(-0.5 / sigma**2))
+    np.maximum(w, np.float32(MIN_WEIGHT), out=w)
+    return w
 
 
 def _offset_slices(shape: tuple[int, int], dy: int, dx: int):
@@ -264,23 +306,17 @@ def image_graph(
     if sigma is None:
         total = sum(float(np.nansum(np.sqrt(p), dtype=np.float64)) for p in sq)
         count = sum(int(np.count_nonzero(~np.isnan(p))) for p in sq)
-        mean = total / max(count, 1)
-        # A perfectly flat image has mean 0: any σ gives uniform weights then. Otherwise σ is
-        # kept above SIGMA_FLOOR: differences far below one 8-bit grey level (1/255) are
-        # rounding, and a σ of that size would turn them into full-contrast edges.
-        sigma = max(float(sigma_scale * mean), SIGMA_FLOOR) if mean > 0 else 1.0
+        sigma = sigma_rule(total / max(count, 1), sigma_scale)
     if not np.isfinite(sigma) or sigma <= 0:
         raise InvalidInputError(f"sigma must be a positive number, got {sigma!r}")
 
-    inv = np.float32(-0.5 / sigma**2)
     degrees = np.zeros(n, np.float64)
     # Upper diagonals by flat offset k = dy·W + dx. On very narrow images two grid offsets can
     # share a flat offset (W = 2: (0, 1) and (1, −1) both give k = 1); their pixel pairs are
     # disjoint, so their weights simply add on the same diagonal.
     upper: dict[int, np.ndarray] = {}
     for (dy, dx), plane in zip(offsets, sq):
-        w = np.exp(plane * inv)
-        np.maximum(w, MIN_WEIGHT, out=w)
+        w = affinity(plane, sigma)
         w[np.isnan(plane)] = 0.0
         wf = w.ravel().astype(np.float64)
         k = dy * W + dx  # flat offset of the neighbour

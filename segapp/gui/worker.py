@@ -82,7 +82,14 @@ class _SolveJob(QRunnable):
         try:
             report = self._progress(t)
             report("starting", None, None)
-            seg = self.engine.solve(req, preview=self._preview(t), progress=report)
+            seg = self.engine.solve(req, preview=self._preview(t), progress=report,
+                                    refine=False)
+            if self.engine.refines(seg):
+                # the working answer at once (hatched, as a preview), then its edges solved
+                # again at full resolution; a new edit cancels that like any solve
+                self._preview(t)(seg)
+                report("sharpening the edges at full resolution", None, None)
+                seg = self.engine.refine(req, seg, report)
             # what the person waited for: the solve and the result made ready to show
             result = make_result(seg, 0.0)
             result = replace(result, seconds=time.perf_counter() - t)

@@ -157,6 +157,35 @@ def bilinear(A: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
             + rows[:, x1] * wx.reshape(1, -1, *extra)).astype(np.float32, copy=False)
 
 
+def bilinear_at(A: np.ndarray, shape: tuple[int, int], idx: np.ndarray) -> np.ndarray:
+    """:func:`bilinear`'s values at the flat (row-major) pixels ``idx`` of ``shape`` only:
+    ``A`` (h, w, c) → (len(idx), c) float64. For a few pixels of a large grid (the known
+    pixels around :mod:`segapp.inputs.refine`'s band) without the whole enlargement."""
+    H, W = shape
+    h, w = A.shape[:2]
+    A = np.asarray(A).reshape(h, w, -1)
+    y, x = np.divmod(np.asarray(idx, dtype=np.int64), W)
+    fy = np.clip((y + 0.5) * (h / H) - 0.5, 0, h - 1)
+    fx = np.clip((x + 0.5) * (w / W) - 0.5, 0, w - 1)
+    y0, x0 = np.floor(fy).astype(np.intp), np.floor(fx).astype(np.intp)
+    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
+    wy, wx = (fy - y0)[:, None], (fx - x0)[:, None]
+    top = A[y0, x0] * (1 - wx) + A[y0, x1] * wx
+    bottom = A[y1, x0] * (1 - wx) + A[y1, x1] * wx
+    return (top * (1 - wy) + bottom * wy).astype(np.float64, copy=False)
+
+
+def nearest(small: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``small`` (h, w) brought to ``shape`` by nearest neighbour (fine ``(y, x)`` takes coarse
+    ``(y·h // H, x·w // W)``, the cells of :func:`reduce_strokes`)."""
+    H, W = shape
+    h, w = small.shape[:2]
+    yi = np.minimum((np.arange(H) * h) // H, h - 1)
+    xi = np.minimum((np.arange(W) * w) // W, w - 1)
+    # Whole-row copies (yi is sorted): 2–3× faster than a 2-D gather at 12 MP.
+    return np.repeat(small[:, xi], np.bincount(yi, minlength=h), axis=0)
+
+
 def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
                    vectors: bool = True) -> Segmentation:
     """Bring a result computed on a coarse grid back to the scribbles' full resolution.
@@ -172,9 +201,7 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
         return result
     yi = np.minimum((np.arange(H) * h) // H, h - 1)
     xi = np.minimum((np.arange(W) * w) // W, w - 1)
-    # Nearest neighbour as whole-row copies (yi is sorted): 2–3× faster than a 2-D gather
-    # at 12 MP; the painted pixels then keep their label in one pass.
-    labels = np.repeat(result.labels[:, xi], np.bincount(yi, minlength=h), axis=0)
+    labels = nearest(result.labels, (H, W))   # then the painted pixels keep their label
     painted = scribbles > 0
     np.copyto(labels, scribbles, where=painted, casting="unsafe")
     small = result.eigenvectors
@@ -193,6 +220,7 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
         return conf
 
     result.map_confidence(enlarge_confidence)   # when first read
+    result.working_labels = result.labels      # what segapp.inputs.refine starts from
     result.labels = labels
     result.eigenvectors = V
     return result

@@ -182,6 +182,24 @@ class LiveEngine:
         self.cancel()
         self.sessions.drop()
 
+    def refines(self, seg: Any) -> bool:
+        """Whether ``seg`` (a result of :meth:`solve` with ``refine=False``) still has its
+        edges to solve at full resolution (:meth:`segapp.Session.refine`)."""
+        needs = getattr(self.sessions.session, "needs_refinement", None)
+        return needs is not None and needs(seg)
+
+    def refine(self, req: SolveRequest, seg: Any,
+               progress: Callable[[str, float | None, float | None], None] | None = None
+               ) -> Any:
+        """Worker thread, after :meth:`solve`: ``seg`` with its edges solved again at full
+        resolution. A newer request cancels it (:class:`~segapp.errors.Cancelled`)."""
+        session = self.sessions.session
+        if req.cancel.is_set():
+            raise Cancelled("superseded")
+        if session is None:
+            return seg
+        return session.refine(seg, req.scribbles, CancelToken(req.cancel.is_set, progress))
+
     def is_current(self, req: SolveRequest | int) -> bool:
         """Whether ``req`` (or a generation) is the newest request (older results are not
         shown)."""
@@ -189,11 +207,14 @@ class LiveEngine:
 
     def solve(self, req: SolveRequest,
               preview: Callable[[Any], None] | None = None,
-              progress: Callable[[str, float | None, float | None], None] | None = None) -> Any:
+              progress: Callable[[str, float | None, float | None], None] | None = None,
+              refine: bool = True) -> Any:
         """Worker thread: the Segmentation of ``req`` from the cached (or a new) Session.
 
         ``preview`` gets a coarse Segmentation first where :func:`wants_preview`; ``progress``
         is told the stages of a long solve (:meth:`segapp.cancel.CancelToken.progress`).
+        ``refine=False`` returns a working copy's answer before its edges are solved again
+        at full resolution: :meth:`refines` says whether :meth:`refine` is still to do.
 
         Raises
         ------
@@ -225,7 +246,7 @@ class LiveEngine:
                         preview(seg)
                 solve["preview"] = forward
             seg = session.update(req.scribbles, cancel=CancelToken(req.cancel.is_set, progress),
-                                 **solve)
+                                 refine=refine, **solve)
             if took and took[0] > PREVIEW_MAX_SHARE * (time.perf_counter() - t):
                 cache.preview_slow = True
             return seg

@@ -382,12 +382,14 @@ class Factor:
     """A supernodal ``L Lᵀ = P A Pᵀ`` of a symmetric matrix with a fixed pattern.
 
     Built with the matrix's lower triangle (CSC, int32 indices) and a fill-reducing order
-    (:mod:`segapp.solve.ordering`); CHOLMOD post-orders it (:attr:`perm` is the final one).
+    (:mod:`segapp.solve.ordering`), or with ``order=None`` CHOLMOD's own AMD (for graphs that
+    are not a whole grid: :mod:`segapp.solve.band`); CHOLMOD post-orders it (:attr:`perm` is
+    the final one).
     :meth:`factorize` computes the numbers for new values on the same pattern; all calls
     release the GIL. One instance is used by one thread at a time (its own lock).
     """
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, order: np.ndarray, *,
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, order: np.ndarray | None, *,
                  lib: Library | None = None) -> None:
         self.library = lib if lib is not None else _load()
         self._lib = self.library.cdll
@@ -398,9 +400,12 @@ class Factor:
         self._factor: ctypes._Pointer | None = None
         self._start()
         lib_ = self._lib
-        user = np.ascontiguousarray(order, dtype=np.int32)
+        user = None if order is None else np.ascontiguousarray(order, dtype=np.int32)
+        if user is None:
+            self._set("method0_ordering", _AMD)
         A = self._sparse(np.zeros(self._indices.shape[0]))
-        f = lib_.cholmod_analyze_p(ctypes.byref(A), user.ctypes.data, None, 0, self._common)
+        f = lib_.cholmod_analyze_p(ctypes.byref(A), None if user is None else user.ctypes.data,
+                                   None, 0, self._common)
         if not f:
             raise SolverError(f"CHOLMOD's analysis failed (status {self._get('status')})")
         self._factor = f

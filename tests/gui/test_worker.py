@@ -32,7 +32,7 @@ class ScriptedSession:
     def __init__(self, image, method="fastge", **options):
         type(self).created += 1
 
-    def update(self, scribbles, cancel=None):
+    def update(self, scribbles, cancel=None, refine=True):
         type(self).started.set()
         type(self).solves += 1
         end = time.perf_counter() + self.delay
@@ -136,7 +136,7 @@ def test_result_cache_is_bounded_in_bytes_and_keeps_the_newest():
 
 
 def test_previews_are_forwarded_when_the_library_offers_them(qtbot, worker, monkeypatch):
-    def update(self, scribbles, cancel=None, preview=None):
+    def update(self, scribbles, cancel=None, preview=None, refine=True):
         preview(fake_result(7))
         return fake_result(int(scribbles.max()))
 
@@ -158,7 +158,7 @@ def test_a_preview_is_asked_for_only_where_it_is_cheap_next_to_the_full_solve(
     solve."""
     asked = []
 
-    def update(self, scribbles, cancel=None, preview=None):
+    def update(self, scribbles, cancel=None, preview=None, refine=True):
         asked.append(preview is not None)
         if preview is not None:
             time.sleep(0.05)  # a preview as slow as the full solve
@@ -182,7 +182,7 @@ def test_a_preview_is_asked_for_only_where_it_is_cheap_next_to_the_full_solve(
 
 
 def test_unexpected_exception_becomes_a_message(qtbot, worker, monkeypatch):
-    def boom(self, scribbles, cancel=None):
+    def boom(self, scribbles, cancel=None, **_):
         raise ZeroDivisionError("oops")
 
     monkeypatch.setattr(ScriptedSession, "update", boom)
@@ -199,3 +199,55 @@ def test_heat_map_ranges_come_from_the_working_copy_when_there_is_one():
     seg.working_eigenvectors = np.full((10, 15, 1), 0.25, np.float32)
     assert make_result(seg, 1.0).vmax == (0.25,)
     assert make_result(fake_result(2), 1.0).vmax == (1.0,)  # zeros: no range, 1
+
+
+def test_a_large_photo_shows_its_working_answer_then_the_sharp_edges(qtbot, monkeypatch):
+    """Issue 32 item 3: the working answer comes first (as a preview), the answer with its
+    edges solved again at full resolution follows from the same job; a newer request
+    cancels the sharpening."""
+    monkeypatch.setattr(segapp.live.engine, "PREVIEW_MIN_PIXELS", 10**9)  # no coarse preview
+    H, W = 120, 160
+    yy, xx = np.mgrid[:H, :W]
+    disc = (yy - 60) ** 2 + (xx - 80) ** 2 < 40 ** 2
+    img = np.where(disc[..., None], [0.8, 0.6, 0.3], [0.2, 0.3, 0.5]).astype(np.float32)
+    s = np.zeros((H, W), np.uint8)
+    s[58:61, 70:90], s[2:5, 5:150] = 2, 1
+    w = SegmentationWorker(debounce_ms=10)
+    w.set_image(img)
+    seen = []
+    w.previewReady.connect(lambda tag, res: seen.append(("working", res)))
+    w.resultReady.connect(lambda tag, res, cached: seen.append(("final", res)))
+    opts = {"max_pixels": 1200}
+    with qtbot.waitSignal(w.resultReady, timeout=60000):
+        w.request(s, "k1", "fastge", opts, debounce=False)
+    assert [kind for kind, _ in seen] == ["working", "final"]
+    working, final = seen[0][1], seen[1][1]
+    assert working.preview and working.segmentation.refinement is None
+    assert final.segmentation.refinement.applied and not final.preview
+    assert np.any(working.segmentation.labels != final.segmentation.labels)
+    # a newer request while the edges are being sharpened cancels them
+    started = threading.Event()
+    real = segapp.Session.refine
+
+    def slow_refine(self, result, scribbles, cancel=None):
+        started.set()
+        token = segapp.cancel.CancelToken.of(cancel)
+        end = time.perf_counter() + 20
+        while time.perf_counter() < end:
+            token.check()
+            time.sleep(0.005)
+        return real(self, result, scribbles, cancel)
+
+    monkeypatch.setattr(segapp.Session, "refine", slow_refine)
+    cancelled = []
+    w.cancelled.connect(lambda tag: cancelled.append(tag))
+    s2 = s.copy()
+    s2[100:103, 20:60] = 1
+    w.request(s2, "k2", "fastge", opts, debounce=False)
+    qtbot.waitUntil(started.is_set, timeout=60000)
+    t = time.perf_counter()
+    w.request(s, "k1", "fastge", opts, debounce=False)   # back to k1: cached, cancels k2
+    qtbot.waitUntil(lambda: len(cancelled) >= 1, timeout=5000)
+    assert time.perf_counter() - t < 2.0
+    w.cancel()
+    assert w.wait_idle(10000)

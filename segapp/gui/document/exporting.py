@@ -44,6 +44,12 @@ class Exporting(Folders):
         shown = self.state.shown
         if shown is None or self.state.strokes is None:
             return False
+        if shown.result.preview:
+            # a coarse answer (a preview, or a working answer whose edges are being solved
+            # again at full resolution): exports carry the final answer only
+            self.error.emit("Not exported: the answer is still being computed (the hatched "
+                            "overlay is a coarse preview). Export when it is done.")
+            return False
         seg = shown.segmentation
         confidence = _confidence_of(seg)
         if confidence is None and len(kinds) > 1:  # Export All of a method without one

@@ -1,0 +1,337 @@
+r"""Full-resolution edges: the working answer's boundary band solved again on the full grid.
+
+A photo above the working size is segmented on a reduced copy (:mod:`.resolution`), so its
+region boundaries are accurate to one coarse pixel and, brought back by nearest neighbour,
+run in steps of the reduction factor (5 px at 12 MP). This module refines them.
+
+The maths
+---------
+FAST-GE's embedding ``V`` (the pencil's eigenvectors, mean-removed and scaled, Fig. 2) is
+*harmonic on the unpainted pixels*: the constraint Laplacian ``L_H`` has non-zero rows only
+on painted pixels, so ``L_G x = λ L_H x`` reads ``(L_G x)_i = 0`` at every unpainted ``i``;
+with the harmonic eigensolver the vectors are combinations of the strokes' random-walker
+potentials (:mod:`segapp.solve.harmonic`), constant on each label's strokes. Far from the
+region boundaries the working answer is right, and ``V`` is smooth there, so its bilinear
+enlargement is a good boundary value. So, with ``U`` a band of full-resolution pixels a few
+working pixels wide around the working answer's boundaries (painted pixels excluded) and
+``K`` every other pixel:
+
+.. math:: L_{UU}\, x_U = W_{UK}\, y_K ,
+
+``y_K`` the bilinear enlargement of the working ``V`` (on a painted pixel: its label's value
+on the strokes), ``L`` the image graph of :func:`segapp.graphs.image.image_graph` *at full
+resolution* (same features, neighbourhood and σ rule; :mod:`segapp.graphs.band` builds only
+the band's rows). The band's pixels then take the label the method's rounding gives their
+row of ``x_U`` — the rounding read back from the working answer as a rule on the embedding
+(:mod:`.rounding_rule`: the sweep's threshold for two labels, the clusters' prototypes for
+more) — every other pixel keeps the working answer, and every painted pixel its label.
+
+Only methods whose embedding is harmonic off the strokes are refined
+(:data:`HARMONIC_METHODS`); and only when the rule gives the working answer back on at least
+:data:`MIN_RULE_AGREEMENT` of the working band (else the answer is kept as it was, saying
+why in ``Segmentation.refinement``).
+
+Measured with ``benchmarks/edges.py`` (see ``docs/edges.md`` and CHANGELOG.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import ndimage as ndi
+
+from ..cancel import NEVER, CancelToken
+from ..graphs.band import BandGraph
+from ..graphs.image import (TV_MIN_WEIGHT, _offset_slices, grid_offsets, image_features,
+                            mean_neighbour_distance, noise_sigma, sigma_rule, tv_filter)
+from ..result import Segmentation
+from ..solve.band import BandSolver
+from .resolution import bilinear_at, nearest
+from .rounding_rule import RoundingRule
+
+#: Methods whose embedding is harmonic on the unpainted pixels (module docstring).
+HARMONIC_METHODS = frozenset({"fastge"})
+
+#: Half-width of the band, in working pixels, beyond the working pixels that touch another
+#: label (so the band is ``2 (BAND_WIDTH + 1)`` working pixels wide across a boundary).
+BAND_WIDTH = 1
+
+#: Least share of the working band the rounding rule must give back for the refinement to
+#: apply (FAST-GE's answers: 0.99–1.0; a label re-rounded from its potentials can fall below).
+MIN_RULE_AGREEMENT = 0.97
+
+#: Tile side (full-resolution pixels) of the total-variation pre-filter on the band and its
+#: margin: the filter's solution near a tile's edge depends on pixels up to a few steps away.
+TV_TILE = 32
+TV_MARGIN = 6
+
+#: Blocks the noise estimate of a large image is taken on (:func:`_noise`).
+NOISE_BLOCKS = 64
+
+#: Rows the σ statistic is taken on (every k-th row's edges; the mean over a million edges
+#: of a 12 MP photo is as good as over all, and 0.05 s instead of 0.7 s).
+STATISTICS_ROWS = 256
+
+
+@dataclass
+class Refinement:
+    """What the refinement did (``Segmentation.refinement``).
+
+    Attributes
+    ----------
+    applied : bool
+        Whether the band was solved and its labels used.
+    reason : str
+        One line: what was done, or why the working answer was kept.
+    band_pixels : int
+        Unknown pixels of the band (painted pixels excluded).
+    changed_pixels : int
+        Pixels whose label differs from the working answer brought back by nearest neighbour.
+    rule_agreement : float
+        Share of the working band the rounding rule gives back.
+    solver : str
+        "CHOLMOD (AMD)" or "SuperLU" (:func:`segapp.solve.band.solve_band`).
+    timings : dict
+        Seconds per step (features, system, solve, labels).
+    """
+
+    applied: bool
+    reason: str
+    band_pixels: int = 0
+    changed_pixels: int = 0
+    rule_agreement: float = float("nan")
+    solver: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def needs_refinement(result: Segmentation) -> bool:
+    """Whether ``result`` is a working-copy answer this module can refine."""
+    return (getattr(result, "working_labels", None) is not None
+            and result.method in HARMONIC_METHODS and not result.preview
+            and getattr(result, "refinement", None) is None
+            and result.working_labels.shape != result.labels.shape)
+
+
+def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
+           settings: Any, cancel: CancelToken = NEVER,
+           band_width: int = BAND_WIDTH) -> Segmentation:
+    """``result`` (a working-copy answer brought back by :func:`~.resolution.enlarge_result`)
+    with its boundary band solved again at full resolution (module docstring).
+
+    Parameters
+    ----------
+    result : Segmentation
+        Carries ``working_labels`` and ``working_eigenvectors`` (the working answer).
+    image : ndarray (H, W[, 3]) float in [0, 1]
+        The full-resolution image.
+    scribbles : ndarray (H, W) int
+        The strokes at full resolution (0 = unpainted).
+    settings : mapping
+        The method's graph options (``connectivity``, ``radius``, ``sigma``,
+        ``sigma_scale``, ``color``, ``denoise``).
+    cancel : CancelToken
+        Polled between the steps.
+
+    Returns
+    -------
+    Segmentation
+        A new result (the input is left as it was) with refined ``labels`` and a
+        :class:`Refinement` in ``refinement``; ``timings["refine"]`` its seconds.
+    """
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    H, W = scribbles.shape
+    small = np.asarray(result.working_labels)
+    h, w = small.shape
+    ids = np.asarray(result.label_ids)
+    codes = np.searchsorted(ids, small.ravel())
+    Vs = np.asarray(result.working_eigenvectors, np.float64).reshape(h * w, -1)
+    k = ids.size
+
+    # 1. the band, from the working answer: cells next to another label, widened
+    t = time.perf_counter()
+    edge = _label_edges(small)
+    cells = ndi.binary_dilation(edge, np.ones((3, 3), bool), iterations=band_width) \
+        if band_width > 0 else edge
+    if not cells.any():
+        return _kept(result, "one region only: nothing to refine", t0)
+    painted_small = _painted_cells(scribbles, (h, w))
+    rule = RoundingRule.fit(Vs, codes, k, unpainted=~painted_small.ravel())
+    sel = cells.ravel() & ~painted_small.ravel()
+    agreement = rule.agreement(Vs[sel], codes[sel]) if sel.any() else 1.0
+    if agreement < MIN_RULE_AGREEMENT:
+        return _kept(result, f"the rounding is not a rule of the embedding here "
+                     f"({agreement:.1%} of the working band given back)", t0, agreement)
+    band = nearest(cells, (H, W))
+    band &= scribbles == 0
+    unknown = np.flatnonzero(band)
+    if unknown.size == 0:
+        return _kept(result, "the band is all painted: nothing to refine", t0, agreement)
+    timings["band"] = time.perf_counter() - t
+    cancel.check()
+
+    # 2. the band's pattern, analysed for the factorization in another thread (CHOLMOD
+    #    releases the GIL) while the full-resolution features around the band and σ are
+    #    computed in this one
+    t = time.perf_counter()
+    offsets = grid_offsets(settings["connectivity"], settings["radius"])
+    offsets = [(dy, dx) for dy, dx in offsets if dy < H and abs(dx) < W]
+    graph = BandGraph((H, W), offsets, unknown)
+    solver = BandSolver(graph.indptr, graph.indices)
+    analysis = threading.Thread(target=_quietly, args=(solver.analyse,),
+                                name="segapp-band-analysis", daemon=True)
+    analysis.start()
+    timings["pattern"] = time.perf_counter() - t
+    t = time.perf_counter()
+    reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
+    try:
+        feats = band_features(image, settings["color"], settings["denoise"], band, reach,
+                              cancel)
+        sigma = settings["sigma"]
+        if sigma is None:
+            step = max(1, H // STATISTICS_ROWS)
+            sigma = sigma_rule(mean_neighbour_distance(feats, offsets, step),
+                               settings["sigma_scale"])
+        cancel.check()
+    except BaseException:
+        # no CHOLMOD call left running behind a cancelled refinement (one at interpreter
+        # exit crashed a script: segapp.session); the analysis takes a few tenths of a second
+        analysis.join()
+        raise
+    timings["features"] = time.perf_counter() - t
+
+    # 3. the band's Dirichlet problem
+    t = time.perf_counter()
+    stroke_values = np.zeros((k, Vs.shape[1]))
+    flat_s = scribbles.ravel()
+    for a, i in enumerate(ids):
+        on = painted_small.ravel() & (codes == a)
+        # the embedding is constant on a label's strokes (module docstring)
+        stroke_values[a] = Vs[on].mean(axis=0) if on.any() else Vs[codes == a].mean(axis=0)
+
+    def known(idx: np.ndarray) -> np.ndarray:
+        y = bilinear_at(Vs.reshape(h, w, -1), (H, W), idx)
+        lab = flat_s[idx]
+        on = lab > 0
+        y[on] = stroke_values[np.searchsorted(ids, lab[on])]
+        return y
+
+    A, b = graph.system(feats, float(sigma), known)
+    timings["system"] = time.perf_counter() - t
+    t = time.perf_counter()
+    analysis.join()
+    x, report = solver.solve(A.data, b, cancel)
+    timings["solve"] = time.perf_counter() - t
+    cancel.check()
+
+    # 4. labels: the rule in the band, the working answer elsewhere, strokes kept
+    t = time.perf_counter()
+    labels = np.array(result.labels, copy=True)
+    flat = labels.ravel()
+    new = ids[rule(x)].astype(flat.dtype)
+    changed = int(np.count_nonzero(flat[unknown] != new))
+    flat[unknown] = new
+    timings["labels"] = time.perf_counter() - t
+    out = _copy(result)
+    out.labels = labels
+    out.timings = {**result.timings, "refine": time.perf_counter() - t0}
+    out.refinement = Refinement(
+        True, f"boundary band of {unknown.size:,} px solved at full resolution "
+        f"({report['solver']})", unknown.size, changed, agreement, report["solver"], timings)
+    return out
+
+
+def band_features(image: np.ndarray, color: bool, denoise: float, band: np.ndarray,
+                  reach: int = 1, cancel: CancelToken = NEVER) -> np.ndarray:
+    """The graph's features at full resolution, total-variation filtered where the band
+    needs them (tiles of :data:`TV_TILE` px holding band pixels, each with a margin), as
+    :func:`segapp.graphs.image.denoise_features` filters the whole image: same weight
+    ``denoise · σ̂``, ``σ̂`` estimated on the full image (rows sampled when it is large)."""
+    feats = image_features(image, color)
+    if not denoise:
+        return feats
+    H, W = feats.shape[:2]
+    lam = float(denoise) * _noise(feats)
+    if lam < TV_MIN_WEIGHT:
+        return feats
+    out = np.array(feats, dtype=np.float32, copy=True)
+    ty, tx = -(-H // TV_TILE), -(-W // TV_TILE)
+    # tiles holding band pixels or their neighbours (``reach`` px away), which are read too
+    near = np.zeros((ty * TV_TILE, tx * TV_TILE), bool)
+    near[:H, :W] = ndi.binary_dilation(band, np.ones((3, 3), bool), iterations=reach) \
+        if reach > 0 else band
+    hit = near.reshape(ty, TV_TILE, tx, TV_TILE).any(axis=(1, 3))
+    m = TV_MARGIN
+    for r in range(ty):
+        # each run of consecutive tiles of a tile row as one crop (fewer, larger calls)
+        cols = np.flatnonzero(np.diff(np.r_[0, hit[r].astype(np.int8), 0]))
+        for c0, c1 in zip(cols[::2], cols[1::2]):
+            cancel.check()
+            y0, x0 = r * TV_TILE, c0 * TV_TILE
+            y1, x1 = min(y0 + TV_TILE, H), min(c1 * TV_TILE, W)
+            Y0, X0, Y1, X1 = max(0, y0 - m), max(0, x0 - m), min(H, y1 + m), min(W, x1 + m)
+            tile = tv_filter(feats[Y0:Y1, X0:X1], lam)
+            out[y0:y1, x0:x1] = tile[y0 - Y0:y1 - Y0, x0 - X0:x1 - X0]
+    return out
+
+
+def _noise(feats: np.ndarray) -> float:
+    """:func:`noise_sigma` of the features; on a large image, the median of its estimates
+    on :data:`NOISE_BLOCKS` blocks of 128 × 128 px spread over the image (the estimate is
+    itself a median: 0.03 s instead of 0.7 s at 12 MP)."""
+    H, W = feats.shape[:2]
+    n = int(np.sqrt(NOISE_BLOCKS))
+    if H * W <= 4 * NOISE_BLOCKS * 128 * 128:
+        return noise_sigma(feats)
+    ys = np.linspace(0, H - 128, n).astype(int)
+    xs = np.linspace(0, W - 128, n).astype(int)
+    return float(np.median([noise_sigma(feats[y:y + 128, x:x + 128]) for y in ys for x in xs]))
+
+
+def _quietly(fn: Any) -> None:
+    """Run ``fn``; an error is left for the caller's own call to meet again (the band's
+    analysis: :meth:`BandSolver.solve` analyses again when it finds none)."""
+    try:
+        fn()
+    except Exception:   # noqa: BLE001 — solve() raises it in the caller's thread
+        pass
+
+
+def _label_edges(labels: np.ndarray) -> np.ndarray:
+    """Pixels with an 8-neighbour of another label."""
+    e = np.zeros(labels.shape, bool)
+    for dy, dx in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        ys, xs, ys2, xs2 = _offset_slices(labels.shape, dy, dx)
+        d = labels[ys, xs] != labels[ys2, xs2]
+        e[ys, xs] |= d
+        e[ys2, xs2] |= d
+    return e
+
+
+def _painted_cells(scribbles: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Working cells holding any painted full-resolution pixel."""
+    H, W = scribbles.shape
+    h, w = shape
+    ys, xs = np.nonzero(scribbles)
+    out = np.zeros(shape, bool)
+    out[np.minimum(ys * h // H, h - 1), np.minimum(xs * w // W, w - 1)] = True
+    return out
+
+
+def _copy(result: Segmentation) -> Segmentation:
+    """A shallow copy sharing the lazy fields (eigenvectors, confidence) not yet computed."""
+    out = Segmentation.__new__(Segmentation)
+    out.__dict__.update({k: v for k, v in result.__dict__.items() if not k.endswith("_lock")})
+    return out
+
+
+def _kept(result: Segmentation, reason: str, t0: float,
+          agreement: float = float("nan")) -> Segmentation:
+    out = _copy(result)
+    out.timings = {**result.timings, "refine": time.perf_counter() - t0}
+    out.refinement = Refinement(False, reason, rule_agreement=agreement)
+    return out

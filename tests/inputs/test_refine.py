@@ -1,0 +1,202 @@
+"""Full-resolution edges (segapp.inputs.refine) against independent references: the full
+Laplacian's rows, a dense harmonic solve of the band, a drawn disc's true edge; painted pixels
+keep their labels (property test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import segapp
+from segapp.errors import Cancelled
+from segapp.graphs.band import band_system, symmetric
+from segapp.graphs.image import grid_offsets, image_graph
+from segapp.inputs import refine as R
+from segapp.inputs.resolution import bilinear
+from segapp.inputs.rounding_rule import RoundingRule
+from segapp.solve.band import solve_band
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def _disc_image(H: int = 90, W: int = 120, seed: int = 0):
+    """A bright disc on a dark ground, a little noise; the disc's true mask."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:H, :W]
+    disc = (yy - 0.47 * H) ** 2 + (xx - 0.53 * W) ** 2 < (0.3 * min(H, W)) ** 2
+    img = np.where(disc[..., None], [0.8, 0.6, 0.3], [0.2, 0.3, 0.5]).astype(np.float32)
+    img += rng.normal(0, 0.01, img.shape).astype(np.float32)
+    return np.clip(img, 0, 1), disc
+
+
+def _disc_strokes(H: int, W: int) -> np.ndarray:
+    s = np.zeros((H, W), np.int32)
+    s[int(0.47 * H) - 1:int(0.47 * H) + 2, int(0.45 * W):int(0.6 * W)] = 2   # inside
+    s[2:5, 5:W - 5] = 1                                                      # outside
+    return s
+
+
+def test_band_system_equals_the_full_laplacians_rows():
+    img, _ = _disc_image(20, 26)
+    g = image_graph(img, denoise=0, connectivity=8)
+    L = g.laplacian.toarray()
+    rng = np.random.default_rng(1)
+    n = L.shape[0]
+    U = np.sort(rng.choice(n, 150, replace=False))
+    K = np.setdiff1d(np.arange(n), U)
+    y = rng.normal(size=(n, 2))
+    feats = img.reshape(20, 26, 3)
+    A, b = band_system(feats, g.sigma, g.offsets, U, lambda idx: y[idx])
+    np.testing.assert_allclose(symmetric(A).toarray(), L[np.ix_(U, U)], rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(b, -L[np.ix_(U, K)] @ y[K], rtol=1e-5, atol=1e-9)
+
+
+def test_solve_band_equals_a_dense_solve():
+    img, _ = _disc_image(16, 18)
+    g = image_graph(img, denoise=0)
+    n = g.n
+    U = np.arange(40, 200)
+    y = np.random.default_rng(2).normal(size=(n, 3))
+    A, b = band_system(img, g.sigma, g.offsets, U, lambda idx: y[idx])
+    x, report = solve_band(A, b)
+    dense = np.linalg.solve(symmetric(A).toarray(), b)
+    np.testing.assert_allclose(x, dense, rtol=1e-8, atol=1e-10)
+    assert report["solver"] in ("CHOLMOD (AMD)", "SuperLU")
+
+
+def _reference_band(working: np.ndarray, shape: tuple[int, int], width: int) -> np.ndarray:
+    """Brute force: a working cell is in the band when a cell within Chebyshev distance
+    ``width`` has an 8-neighbour of another label; a fine pixel when its cell is."""
+    h, w = working.shape
+    edge = np.zeros((h, w), bool)
+    for i in range(h):
+        for j in range(w):
+            nb = working[max(0, i - 1):i + 2, max(0, j - 1):j + 2]
+            edge[i, j] = np.any(nb != working[i, j])
+    cells = np.zeros((h, w), bool)
+    for i, j in zip(*np.nonzero(edge)):
+        cells[max(0, i - width):i + width + 1, max(0, j - width):j + width + 1] = True
+    H, W = shape
+    return cells[(np.arange(H) * h // H)[:, None], (np.arange(W) * w // W)[None, :]]
+
+
+def test_band_labels_equal_a_dense_full_resolution_harmonic_solve():
+    """On a small image forced to a small working size, the refined band equals the dense
+    solve of the full-resolution graph restricted to the band, with the same boundary
+    values (bilinear working embedding; the strokes' value on painted pixels)."""
+    H, W = 60, 80
+    img, _ = _disc_image(H, W)
+    s = _disc_strokes(H, W)
+    sess = segapp.Session(img, max_pixels=600, denoise=0)
+    sess.background = False
+    coarse = sess.update(s, refine=False)
+    assert coarse.refinement is None
+    out = sess.refine(coarse, s)
+    assert out.refinement.applied, out.refinement.reason
+
+    # the reference, from the whole graph
+    g = image_graph(img, denoise=0)
+    L = g.laplacian.toarray()
+    band = _reference_band(coarse.working_labels, (H, W), R.BAND_WIDTH) & (s == 0)
+    U = np.flatnonzero(band)
+    K = np.flatnonzero(~band)
+    Vs = np.asarray(coarse.working_eigenvectors, np.float64)
+    y = bilinear(Vs, (H, W)).reshape(H * W, -1).astype(np.float64)
+    ids = np.asarray(coarse.label_ids)
+    codes = np.searchsorted(ids, coarse.working_labels.ravel())
+    h, w = coarse.working_labels.shape
+    painted_cells = np.zeros((h, w), bool)
+    ys, xs = np.nonzero(s)
+    painted_cells[ys * h // H, xs * w // W] = True
+    flat_s = s.ravel()
+    for a, i in enumerate(ids):
+        y[flat_s == i] = Vs.reshape(h * w, -1)[painted_cells.ravel() & (codes == a)].mean(axis=0)
+    x = np.linalg.solve(L[np.ix_(U, U)], -L[np.ix_(U, K)] @ y[K])
+    rule = RoundingRule.fit(Vs.reshape(h * w, -1), codes, ids.size, ~painted_cells.ravel())
+    expected = coarse.labels.ravel().copy()
+    expected[U] = ids[rule(x)]
+    assert out.refinement.band_pixels == U.size
+    np.testing.assert_array_equal(out.labels.ravel(), expected)
+    assert coarse.labels is not out.labels   # the working answer is left as it was
+
+
+def test_refined_edge_follows_the_true_edge():
+    """A disc at 5.5× the working size: the working answer brought back has steps of the
+    reduction factor; the refined one follows the drawn edge."""
+    H, W = 165, 220
+    img, disc = _disc_image(H, W)
+    s = _disc_strokes(H, W)
+    res = segapp.segment(img, s, max_pixels=1200)
+    assert res.refinement is not None and res.refinement.applied
+    sess = segapp.Session(img, max_pixels=1200)
+    sess.background = False
+    coarse = sess.update(s, refine=False)
+    from scipy import ndimage as ndi
+    edge = ndi.binary_dilation(disc, iterations=3) & ~ndi.binary_erosion(disc, iterations=3)
+    truth = np.where(disc, 2, 1)
+    before = np.mean(coarse.labels[edge] == truth[edge])
+    after = np.mean(res.labels[edge] == truth[edge])
+    assert after >= 0.99 > before, (before, after)
+    assert res.timings["refine"] > 0
+
+
+def test_update_without_refine_and_the_cancelled_refinement():
+    img, _ = _disc_image(60, 80)
+    s = _disc_strokes(60, 80)
+    sess = segapp.Session(img, max_pixels=600)
+    sess.background = False
+    coarse = sess.update(s, refine=False)
+    assert sess.needs_refinement(coarse)
+    with pytest.raises(Cancelled):
+        sess.refine(coarse, s, cancel=lambda: True)
+    done = sess.refine(coarse, s)
+    assert not sess.needs_refinement(done)
+    assert sess.refine(done, s) is done          # refined once only
+    full = segapp.segment(img, s, max_pixels=None)
+    assert full.refinement is None               # nothing to refine at full resolution
+
+
+def test_other_methods_are_not_refined():
+    img, _ = _disc_image(60, 80)
+    s = _disc_strokes(60, 80)
+    res = segapp.segment(img, s, method="ncut", max_pixels=600)
+    assert res.refinement is None
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 55), st.integers(0, 75),
+                          st.integers(1, 12), st.integers(1, 3), st.booleans()),
+                min_size=2, max_size=7))
+def test_painted_pixels_keep_their_labels(strokes):
+    """Whatever the strokes: every painted label is in the refined answer and every painted
+    pixel keeps its label (the user's trust)."""
+    H, W = 60, 80
+    img, _ = _disc_image(H, W, seed=3)
+    s = np.zeros((H, W), np.int32)
+    for label, y, x, length, width, horizontal in strokes:
+        if horizontal:
+            s[y:y + width, x:x + length] = label
+        else:
+            s[y:y + length, x:x + width] = label
+    if np.unique(s[s > 0]).size < 2:
+        s[0, 0], s[-1, -1] = 1, 2
+    res = segapp.segment(img, s, max_pixels=500)
+    painted = s > 0
+    np.testing.assert_array_equal(res.labels[painted], s[painted])
+    assert set(np.unique(s[painted])) <= set(np.unique(res.labels))
+
+
+def test_solve_band_without_cholmod_uses_superlu(monkeypatch):
+    """Where CHOLMOD is missing the same system is solved by SuperLU, exactly."""
+    import segapp.solve.band as B
+    monkeypatch.setattr(B.cholmod, "available", lambda: False)
+    img, _ = _disc_image(16, 18)
+    g = image_graph(img, denoise=0)
+    U = np.arange(30, 220)
+    y = np.random.default_rng(4).normal(size=(g.n, 2))
+    A, b = band_system(img, g.sigma, g.offsets, U, lambda idx: y[idx])
+    x, report = solve_band(A, b)
+    assert report["solver"] == "SuperLU"
+    np.testing.assert_allclose(x, np.linalg.solve(symmetric(A).toarray(), b), rtol=1e-8,
+                               atol=1e-10)
