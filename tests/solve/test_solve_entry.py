@@ -207,3 +207,12 @@ def test_preparing_never_changes_a_ccskl_answer():
         except Cancelled:
             assert cancel in STOPS
         np.testing.assert_array_equal(session.update(s2).labels, want)
+
+
+def test_every_module_of_solve_has_its_test_file():
+    """One test file per module of segapp/solve (the package's own entry: this file)."""
+    from pathlib import Path
+    here = Path(__file__).parent
+    for path in (Path(segapp.__file__).parent / "solve").glob("*.py"):
+        name = "test_solve_entry.py" if path.stem == "__init__" else f"test_{path.stem}.py"
+        assert (here / name).is_file(), f"solve/{path.name} has no tests/solve/{name}"
