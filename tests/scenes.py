@@ -22,6 +22,16 @@ def blobs(seed: int = 0, n_per: int = 300, k: int = 4, labelled: int = 5):
     return X, truth, lab
 
 
+def two_regions(H: int = 24, W: int = 28, seed: int = 0) -> np.ndarray:
+    """A small RGB image: a red right half, a blue lower-left and a black upper-left quarter,
+    with Gaussian noise (σ 0.05)."""
+    rng = np.random.default_rng(seed)
+    img = np.zeros((H, W, 3))
+    img[:, W // 2:] = (0.8, 0.3, 0.2)
+    img[H // 2:, :W // 2] = (0.2, 0.3, 0.8)
+    return np.clip(img + rng.normal(0, 0.05, img.shape), 0, 1).astype(np.float32)
+
+
 def noisy_image(seed: int = 0, shape: tuple[int, int] = (48, 64)):
     """Three regions (left, right, a disc on the left) in distinct colours plus noise."""
     H, W = shape

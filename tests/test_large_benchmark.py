@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -76,7 +77,6 @@ def test_quick_run(tmp_path, capsys):
         assert r["status"] == "ok", r
         n = int(r["pixels"])
         assert abs(n - large.parse_size(r["size"])) < 0.01 * n
-        assert float(r["first"]) > 0 and float(r["second"]) > 0
         assert 0 < float(r["delta_bytes_per_px"]) <= float(r["bytes_per_px"])
         assert float(r["peak_mb"]) < 4096
         assert float(r["iou2"]) > 0.9, r        # three clean colour bands: all methods right
@@ -85,7 +85,15 @@ def test_quick_run(tmp_path, capsys):
     # FAST-GE solved on the 8000-px working copy, the landmark method at full resolution
     assert int(by[sizes[1], "fastge"]["work"]) <= 8000
     assert int(by[sizes[1], "landmark"]["work"]) == int(by[sizes[1], "landmark"]["pixels"])
-    assert float(by[sizes[1], "rw"]["ratio"]) == 1.0
+    # ratio = a method's first edit / random_walker's at the same size, in the CSV and the table
+    for (size, method), r in by.items():
+        want = float(r["first"]) / float(by[size, "rw"]["first"])
+        assert float(r["ratio"]) == pytest.approx(want, rel=1e-4), r     # the CSV: 5 digits
+        row = next(ln for ln in text.splitlines()
+                   if ln.split()[:1] == [size] and f" {method} " in ln and " | " in ln)
+        shown = re.search(r"\|\s+\S+\s+\S+\s+(\S+)x \|", row)
+        assert shown and abs(float(shown.group(1)) - want) <= 0.0051, row   # the table: 2
+    assert all(float(by[s, "rw"]["ratio"]) == 1.0 for s in sizes)
     assert "agree mean" in text and "fastge" in text and "landmark" in text
     with open(out / "large_agreement.csv") as fh:
         agree = list(csv.DictReader(fh))

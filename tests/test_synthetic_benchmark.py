@@ -195,11 +195,24 @@ def test_quick_main_writes_csv_and_plot(tmp_path, capsys):
     ri = {m: np.array([float(r["ri"]) for r in rows if r["method"] == m]) for m in ("fastge", "rw")}
     assert np.all((ri["rw"] > 0) & (ri["rw"] <= 1))
     assert np.all((ri["fastge"] > 0.8) & (ri["fastge"] <= 1))
-    assert all(float(r["seconds"]) > 0 for r in rows)
     assert (tmp_path / "synthetic.png").stat().st_size > 1000
     out = capsys.readouterr().out
     assert "Rand index" in out and "Adjusted Rand index" in out and syn.RW_TITLE in out
-    assert "(  1.0×)" in out                                             # rw vs itself
+    # the time table: per method a row, per count its mean seconds over the trials (from the
+    # CSV) and the ratio to rw's mean in the same run (rw against itself: 1.0×)
+    times = out[out.index("Seconds per call"):]
+    rows_of = {m: next(ln for ln in times.splitlines() if ln.startswith(m + " "))
+               for m in ("fastge", "rw")}
+    for count in ("25", "50"):
+        mean = {m: np.mean([float(r["seconds"]) for r in rows
+                            if r["method"] == m and r["n_labels"] == count])
+                for m in ("fastge", "rw")}
+        assert np.isfinite(mean["fastge"]) and np.isfinite(mean["rw"])
+        for m in ("fastge", "rw"):
+            cell = f"{mean[m]:.4f}±"
+            ratio = f"({mean[m] / mean['rw']:5.1f}×)"
+            assert cell in rows_of[m] and ratio in rows_of[m], (m, count, cell, ratio, rows_of[m])
+    assert rows_of["rw"].count("(  1.0×)") == 2
 
 
 class Boom:

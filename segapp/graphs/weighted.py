@@ -57,10 +57,6 @@ class Graph:
         return int(self.degrees.shape[0])
 
 
-#: Historical name: an image graph is a :class:`Graph` with a 2-D shape.
-ImageGraph = Graph
-
-
 def _real_matrix(W: object) -> sp.csr_matrix:
     """``W`` as a float64 CSR matrix; strings, objects, ragged lists, dates and complex
     weights are refused (a cast would drop an imaginary part silently)."""

@@ -103,11 +103,6 @@ class LiveSegmenter:
         """Whether ``req`` is the latest edit (an older result must not be shown)."""
         return self.engine.is_current(req)
 
-    def forget(self) -> None:
-        """Drop the cached session and last request (the image or the layers changed)."""
-        self._last = None
-        self.engine.sessions.drop()
-
     def solve(self, req: Request) -> Segmentation:
         """Run in the worker thread: (re)build the session if needed, then update it.
 

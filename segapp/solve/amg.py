@@ -221,8 +221,6 @@ class AMGPreconditioner:
         self.sweeps = sweeps
         self.applications = 0
         ops, Ps = build_hierarchy(A, theta, cancel)
-        # The finest prolongator as built: galerkin_update restores rows from it.
-        self._built_P0 = Ps[0] if Ps else None
         # Restriction R = Pᵀ is applied as P.T (a CSC view): no transposed copy to keep
         # (66 B/px at 250K px), and CSC × block measured faster than the CSR copy (3.6 vs 4.4 ms).
         self._set_levels(ops, Ps)
@@ -243,15 +241,22 @@ class AMGPreconditioner:
         ``decoupled`` are rows that ``A'`` reduces to their diagonal (pixels that became
         Dirichlet rows): their rows of ``P_0`` are zeroed, since a decoupled unknown must not
         share a coarse unknown with its old neighbours (measured at 250K px after one added
-        stroke: 13 CG steps instead of 15; a new hierarchy: 12). ``recoupled`` rows get back
-        the rows ``P_0`` had when the hierarchy was built. With ``E = P_0' − P_0`` (nonzero on
-        those rows R only),
+        stroke: 13 CG steps instead of 15; a new hierarchy: 12). With ``E = −P_0`` on those
+        rows R (zero elsewhere),
 
         .. math:: P'ᵀA'P' = PᵀAP + PᵀΔP + Eᵀ(A'P) + (A'P)ᵀE + EᵀA'E,
 
         where ``A'P`` is needed on the rows R only, and ``Δ_{l+1} = P_lᵀ Δ_l P_l`` below:
         everything touches a few hundred rows. ``cancel`` is checked between the levels.
+
+        Rows are never coupled back: after pixels were unpainted the caller builds a new
+        hierarchy (:class:`~segapp.solve.harmonic.HarmonicSolver` does: the old aggregates and
+        potentials misled CG, 45–108 steps instead of 11–14), so ``recoupled`` must be empty
+        (:class:`ValueError` otherwise; the harmonic solver still passes its empty set).
         """
+        if recoupled is not None and len(recoupled):
+            raise ValueError("galerkin_update cannot couple rows back: build a new hierarchy "
+                             f"after pixels were unpainted ({len(recoupled)} rows given)")
         check = cancel.check
         delta = sp.csr_matrix(delta)
         A0 = (self.levels[0].A + delta).tocsr()
@@ -263,17 +268,11 @@ class AMGPreconditioner:
             return
         P0 = Ps[0]
         coarse = (P0.T @ (delta @ P0)).tocsr()
-        rows = np.concatenate([np.zeros(0, np.int64)] + [
-            np.asarray(r, dtype=np.int64) for r in (decoupled, recoupled) if r is not None])
+        rows = (np.zeros(0, np.int64) if decoupled is None
+                else np.unique(np.asarray(decoupled, dtype=np.int64)))
         if rows.size:
-            # E on the rows R only (|R| × n_coarse): zero for decoupled rows, built-time P_0
-            # rows for recoupled ones, minus the current rows.
-            rows = np.unique(rows)
-            target = sp.csr_matrix((rows.size, P0.shape[1]))
-            if recoupled is not None and len(recoupled):
-                back = np.isin(rows, recoupled).astype(float)
-                target = sp.csr_matrix(sp.diags(back) @ self._built_P0[rows])
-            E_R = (target - P0[rows]).tocsr()
+            # E on the rows R only (|R| × n_coarse): minus the current rows.
+            E_R = (-P0[rows]).tocsr()
             check()
             A_R = A0[rows]                                   # rows R of A'
             EtAP = (E_R.T @ (A_R @ P0)).tocsr()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -316,12 +315,16 @@ def test_painting_a_12_megapixel_image_updates_only_dirty_rectangles(qtbot, make
     c.actual_size()
     c.centerOn(2000, 1500)
     pts = [(1900 + 4 * i, 1500 + (i % 7)) for i in range(60)]
-    t = time.perf_counter()
     drag(qtbot, c, pts)
-    elapsed = time.perf_counter() - t
     assert win.model.scribbles[1500, 1950] == 1
+    # each move reports the few pixels it changed (what the canvas redraws), never the image,
+    # and together the reports cover every painted pixel
+    assert len(boxes) >= len(pts) // 2
     assert all(isinstance(b, BBox) and b.width * b.height < 40 * 40 for b in boxes)
-    assert elapsed / len(pts) < 0.05, f"{elapsed / len(pts) * 1000:.1f} ms per mouse move"
+    covered = np.zeros(win.model.shape, bool)
+    for b in boxes:
+        covered[b.slices] = True
+    assert np.all(covered[win.model.scribbles > 0])
 
 
 def test_run_opens_the_given_image_and_exits_cleanly(image_path, tmp_path):

@@ -2,7 +2,7 @@
 
 ``segapp IMAGE`` is started as its own process; xdotool moves the real mouse pointer and
 presses real keys: two strokes are painted, the segmentation must appear in the label colours
-over the regions painted, undo removes it, redo brings it back at once, Ctrl+E exports through
+over the regions painted, undo removes it, redo brings it back, Ctrl+E exports through
 the real file dialog, and the exported label map must match the picture. Screenshots come from
 the X server, not from the app.
 """
@@ -123,10 +123,8 @@ def test_segapp_under_xvfb_with_real_mouse_and_keys(xvfb_display, xdotool, tmp_p
         Image.fromarray(segmented.astype(np.uint8)).save(tmp_path / "segmented.png")
         xdo("key", "ctrl+z")  # the label-2 stroke goes: one label, no segmentation
         looks([LEFT, RIGHT], deadline=30)
-        t = time.monotonic()
-        xdo("key", "ctrl+y")  # back, from the cache
+        xdo("key", "ctrl+y")  # back (from the cache, no solve: tests/gui/test_painting.py)
         looks(want, deadline=30)
-        redo_seconds = time.monotonic() - t
 
         out = tmp_path / "out"
         out.mkdir()
@@ -143,7 +141,6 @@ def test_segapp_under_xvfb_with_real_mouse_and_keys(xvfb_display, xdotool, tmp_p
         assert (labels[:, W // 2 + 5:] == 2).mean() > 0.98
         assert {p.name for p in out.iterdir()} >= {"result_labels.png", "result_overlay.png",
                                                      "result_mask1_label-1.png"}
-        assert redo_seconds < 5.0  # one screenshot round trip, no solve
     finally:
         app.kill()
         _, err = app.communicate(timeout=30)

@@ -132,33 +132,38 @@ def _assert_same(got: list[sp.csr_matrix], want: list[sp.csr_matrix]) -> None:
 
 
 def test_galerkin_update_equals_the_galerkin_products_of_the_new_matrix():
-    """Rows made Dirichlet (decoupled) and freed again (recoupled): every level's operator is
-    PᵀA'P of the new matrix with the updated P_0, multiplied out here."""
+    """Rows made Dirichlet (decoupled), twice in a row as strokes are added: every level's
+    operator is PᵀA'P of the new matrix with the updated P_0, multiplied out here."""
     from segapp.solve.harmonic import dirichlet_matrix
     g = image_graph(image(5, 70, 74), denoise=0)
     shift = sp.diags(AMG_SHIFT * g.degrees)
     rng = np.random.default_rng(0)
-    fixed1 = np.zeros(g.n, bool)
-    fixed1[rng.choice(g.n, 40, replace=False)] = True
-    fixed2 = fixed1.copy()
-    fixed2[rng.choice(g.n, 60, replace=False)] = True       # a stroke added
-    fixed2[np.flatnonzero(fixed1)[:10]] = False             # and part of another erased
-    A1 = dirichlet_matrix(g.laplacian, fixed1) + shift
-    A2 = dirichlet_matrix(g.laplacian, fixed2) + shift
-    M = AMGPreconditioner(A1)
+    fixed = [np.zeros(g.n, bool)]
+    fixed[0][rng.choice(g.n, 40, replace=False)] = True
+    for _ in range(2):                                       # two strokes added
+        more = fixed[-1].copy()
+        more[rng.choice(g.n, 60, replace=False)] = True
+        fixed.append(more)
+    A = [dirichlet_matrix(g.laplacian, f) + shift for f in fixed]
+    M = AMGPreconditioner(A[0])
     assert len(M.levels) >= 3
     built = M.levels[0].P.toarray()
-    M.galerkin_update(A2 - A1, decoupled=np.flatnonzero(fixed2 & ~fixed1),
-                      recoupled=np.flatnonzero(fixed1 & ~fixed2))
-    P0 = M.levels[0].P.toarray()
-    np.testing.assert_array_equal(P0[fixed2 & ~fixed1], 0.0)
-    keep = ~(fixed2 ^ fixed1)
-    np.testing.assert_array_equal(P0[keep], built[keep])
-    _assert_same(_operators(M), _galerkin(sp.csr_matrix(A2), _prolongators(M)))
-    # and back: the built prolongator and the first matrix's operators again
-    M.galerkin_update(A1 - A2, decoupled=np.flatnonzero(fixed1 & ~fixed2),
-                      recoupled=np.flatnonzero(fixed2 & ~fixed1))
-    back = M.levels[0].P.toarray()
-    np.testing.assert_array_equal(back[~fixed1], built[~fixed1])
-    np.testing.assert_array_equal(back[fixed1], 0.0)
-    _assert_same(_operators(M), _galerkin(sp.csr_matrix(A1), _prolongators(M)))
+    for step in (1, 2):
+        new = fixed[step] & ~fixed[step - 1]
+        M.galerkin_update(A[step] - A[step - 1], decoupled=np.flatnonzero(new),
+                          recoupled=np.zeros(0, np.int64))     # as the harmonic solver calls
+        P0 = M.levels[0].P.toarray()
+        np.testing.assert_array_equal(P0[fixed[step] & ~fixed[0]], 0.0)
+        np.testing.assert_array_equal(P0[~fixed[step]], built[~fixed[step]])
+        _assert_same(_operators(M), _galerkin(sp.csr_matrix(A[step]), _prolongators(M)))
+
+
+def test_galerkin_update_refuses_to_couple_rows_back():
+    """Unpainted pixels need a new hierarchy (the harmonic solver builds one): asked to couple
+    rows back, the update says so and leaves the hierarchy as it was."""
+    A = shifted_laplacian(0)
+    M = AMGPreconditioner(A)
+    before = _operators(M)
+    with pytest.raises(ValueError, match="build a new hierarchy"):
+        M.galerkin_update(sp.csr_matrix(A.shape), recoupled=np.array([3, 4]))
+    _assert_same(_operators(M), before)

@@ -45,18 +45,10 @@ def dense_dirichlet(L: sp.csr_matrix, fixed: np.ndarray) -> np.ndarray:
     return A
 
 
-# -- the ordering ------------------------------------------------------------------------------
-@pytest.mark.parametrize("shape, reach, leaf", [
-    ((1, 1), 1, 64), ((1, 97), 1, 64), ((97, 1), 1, 8), ((2, 2), 1, 1), ((40, 60), 1, 64),
-    ((33, 17), 2, 16), ((50, 50), 3, 64), ((7, 300), 1, 4)])
-def test_nested_dissection_is_a_permutation(shape, reach, leaf):
-    order = grid_nested_dissection(shape, reach, leaf)
-    assert np.array_equal(np.sort(order), np.arange(shape[0] * shape[1]))
-
-
+# -- the ordering, as CHOLMOD uses it (the ordering itself: test_ordering.py) ------------------
 @needs_cholmod
 @pytest.mark.parametrize("connectivity, radius", [(4, None), (8, None), (8, 2.0)])
-def test_nested_dissection_fills_less_than_the_natural_order(connectivity, radius):
+def test_cholmods_factor_follows_the_nested_dissection_it_is_given(connectivity, radius):
     g = image_graph(noisy_blocks((60, 80)), connectivity=connectivity, radius=radius)
     lower = sp.tril(g.laplacian, format="csc")
     lower.sort_indices()

@@ -1,9 +1,10 @@
 """segapp.solve.solve, the one eigensolver entry of the graph methods, against dense ``eigh``;
-the choice of method, non-convergence, cancellation, and the normalized cut that calls it."""
+the choice of method, non-convergence, cancellation, and Session.prepare's hook (the normalized
+cut that calls the entry: ``tests/methods/test_ncut.py``)."""
 
 from __future__ import annotations
 
-import warnings
+import threading
 
 import numpy as np
 import pytest
@@ -11,22 +12,15 @@ import scipy.linalg as sla
 
 import segapp
 from segapp.cancel import CancelToken
+from segapp.solve import cholmod
 from segapp.solve import EigenProblem, SolveSettings, choose_method, random_start, solve
 from segapp.solve.amg import amg_preconditioner
-from segapp.errors import Cancelled, InvalidInputError, SolverError
+from segapp.errors import Cancelled, SolverError
 from segapp.graphs.image import image_graph
-from segapp.methods import options_of
 from segapp.solve.pencil import Pencil
+from scenes import two_regions  # noqa: E402  (tests/ is on sys.path)
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
-
-
-def two_regions(H=24, W=28, seed=0):
-    rng = np.random.default_rng(seed)
-    img = np.zeros((H, W, 3))
-    img[:, W // 2:] = (0.8, 0.3, 0.2)
-    img[H // 2:, :W // 2] = (0.2, 0.3, 0.8)
-    return np.clip(img + rng.normal(0, 0.05, img.shape), 0, 1).astype(np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -128,41 +122,6 @@ def test_cancel_reaches_the_v_cycle_and_lobpcg(ncut_pencil):
         amg_preconditioner(g.laplacian, g.degrees, cancel=CancelToken(lambda: True))
 
 
-# -- the normalized cut composes the entry ------------------------------------------------------
-FASTGE_ONLY = sorted({o.name for o in options_of("fastge")} - {o.name for o in options_of("ncut")})
-
-
-def test_ncut_declares_only_what_it_uses():
-    assert {"constraint_weight", "warm_start", "eigensolver", "k2_partition"} <= set(FASTGE_ONLY)
-
-
-@pytest.mark.parametrize("name", FASTGE_ONLY)
-def test_ncut_rejects_fastge_options(name):
-    default = next(o.default for o in options_of("fastge") if o.name == name)
-    img = two_regions()
-    with pytest.raises(InvalidInputError, match=name):
-        segapp.Session(img, method="ncut", **{name: default})
-    s = np.zeros(img.shape[:2], int)
-    s[3, 2:6], s[20, 20:26] = 1, 2
-    with pytest.raises(InvalidInputError, match=name):
-        segapp.Session(img, method="ncut").update(s, **{name: default})
-
-
-def test_ncut_checks_convergence():
-    img = two_regions()
-    s = np.zeros(img.shape[:2], int)
-    s[3, 2:6], s[20, 20:26], s[3, 20:26] = 1, 2, 3
-    tight = dict(maxiter=1, eig_tol=1e-12, res_tol=1e-12)
-    with pytest.raises(SolverError, match="did not converge"):
-        segapp.segment(img, s, method="ncut", **tight)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = segapp.segment(img, s, method="ncut", on_nonconvergence="warn", **tight)
-    assert any("did not converge" in str(w.message) for w in caught)
-    assert not res.diagnostics.converged
-    assert segapp.segment(img, s, method="ncut").diagnostics.converged
-
-
 def test_the_solve_takes_a_token_and_stores_none():
     """One cancellation token handed down as a parameter (issue 24): solve/ neither converts
     what callers pass (the methods do, once) nor parks the token on an object."""
@@ -174,15 +133,86 @@ def test_the_solve_takes_a_token_and_stores_none():
         assert not re.search(r"\.cancel\s*=", text), path.name
 
 
-def test_preparing_the_next_edit_takes_any_cancel_like_value():
-    """Session.prepare is the public entry of the methods' prepare_next hook (a token)."""
-    import threading
+GOES_ON = (None, lambda: False, threading.Event(), CancelToken(lambda: False))
+
+
+def _stopped_event() -> threading.Event:
+    e = threading.Event()
+    e.set()
+    return e
+
+
+STOPS = (lambda: True, _stopped_event(), CancelToken(lambda: True))
+
+
+def _scene() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     img = two_regions()
     s = np.zeros(img.shape[:2], int)
     s[3, 2:6], s[20, 20:26], s[3, 20:26] = 1, 2, 3
-    for name in ("fastge", "ccskl"):
-        session = segapp.Session(img, method=name)
+    s2 = s.copy()
+    s2[10, 2:6] = 1                                   # one more stroke of label 1
+    return img, s, s2
+
+
+@pytest.mark.skipif(not cholmod.available(), reason=f"CHOLMOD: {cholmod.unavailable_reason()}")
+@pytest.mark.parametrize("cancel", GOES_ON, ids=["None", "callable", "Event", "CancelToken"])
+def test_preparing_the_next_edit_takes_any_cancel_like_value(cancel):
+    """Session.prepare, the public entry of the methods' prepare_next hook, takes what a
+    caller has (None, a callable, an Event, a token): FAST-GE factors the last strokes, so
+    the next edit is answered from that factor, not from an update of the older one."""
+    img, s, s2 = _scene()
+    session = segapp.Session(img, method="fastge", stable_refinement=False)
+    session.background = False
+    session.update(s)
+    assert "updated for" in session.update(s2).diagnostics.reason   # base factor: s
+    session.prepare(cancel)
+    after = session.update(s2)
+    assert "the base factor (" in after.diagnostics.reason, after.diagnostics   # base: s2
+    fresh = segapp.segment(img, s2, method="fastge", stable_refinement=False)
+    np.testing.assert_array_equal(after.labels, fresh.labels)
+    session.close()
+
+
+@pytest.mark.skipif(not cholmod.available(), reason=f"CHOLMOD: {cholmod.unavailable_reason()}")
+@pytest.mark.parametrize("cancel", STOPS, ids=["callable", "Event", "CancelToken"])
+def test_a_preparation_asked_to_stop_raises_cancelled_and_keeps_the_old_factor(cancel):
+    img, s, s2 = _scene()
+    session = segapp.Session(img, method="fastge", stable_refinement=False)
+    session.background = False
+    session.update(s)
+    session.update(s2)
+    with pytest.raises(Cancelled):
+        session.prepare(cancel)
+    after = session.update(s2)
+    assert "updated for" in after.diagnostics.reason, after.diagnostics   # base still s
+    fresh = segapp.segment(img, s2, method="fastge", stable_refinement=False)
+    np.testing.assert_array_equal(after.labels, fresh.labels)
+    session.close()
+
+
+def test_preparing_never_changes_a_ccskl_answer():
+    """CCSKL prepares its potentials' factor (used where its extended basis needs it): with
+    any cancel-like value, the next answer is that of a session that did not prepare."""
+    img, s, s2 = _scene()
+    plain = segapp.Session(img, method="ccskl")
+    plain.background = False
+    plain.update(s)
+    want = plain.update(s2).labels
+    for cancel in GOES_ON + STOPS:
+        session = segapp.Session(img, method="ccskl")
         session.background = False
         session.update(s)
-        for cancel in (None, lambda: False, threading.Event(), CancelToken(lambda: False)):
+        try:
             session.prepare(cancel)
+        except Cancelled:
+            assert cancel in STOPS
+        np.testing.assert_array_equal(session.update(s2).labels, want)
+
+
+def test_every_module_of_solve_has_its_test_file():
+    """One test file per module of segapp/solve (the package's own entry: this file)."""
+    from pathlib import Path
+    here = Path(__file__).parent
+    for path in (Path(segapp.__file__).parent / "solve").glob("*.py"):
+        name = "test_solve_entry.py" if path.stem == "__init__" else f"test_{path.stem}.py"
+        assert (here / name).is_file(), f"solve/{path.name} has no tests/solve/{name}"

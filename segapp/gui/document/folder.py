@@ -41,14 +41,14 @@ class FolderWork(Opening):
     _answer_saved: Any = None  # the stroke key whose answer is in the folder
 
     # -- opening ---------------------------------------------------------------------------
-    def open_path(self, path: str | os.PathLike, *, ask: bool = True) -> bool:
+    def open_path(self, path: str | os.PathLike) -> bool:
         """An image, a session or a folder (a folder's own image opens in the folder)."""
         p = Path(path)
         if p.is_dir():
             return self.open_folder(p)
         if self.project is not None and self.project.contains(p):
             return self.open_in_folder(p)
-        return super().open_path(p, ask=ask)
+        return super().open_path(p)
 
     def open_folder_dialog(self) -> None:
         chosen = self.dialog.get_folder("Open a folder of images", str(self.folder("folder")))

@@ -73,7 +73,7 @@ class Opening(Saving):
         (asked again when strokes were painted while the file was read)."""
         return self._work_mark() == mark or self.confirm_discard(f"opening {name}")
 
-    def open_path(self, path: str | os.PathLike, *, ask: bool = True) -> bool:
+    def open_path(self, path: str | os.PathLike) -> bool:
         """Start opening an image or a ``*.segapp.json`` session in the background.
 
         Returns False if the user kept the current work at the unsaved-strokes question;
@@ -81,7 +81,7 @@ class Opening(Saving):
         shown when ready; errors go to the message bar.
         """
         p = Path(path)
-        if ask and not self.confirm_discard(f"opening {p.name}"):
+        if not self.confirm_discard(f"opening {p.name}"):
             return False
         mark = self._work_mark()
         if p.name.endswith(files.SESSION_SUFFIX):
@@ -134,10 +134,6 @@ class Opening(Saving):
         self.loader.start(f"Opening {p.name}", work, arrived,
                           lambda msg: self.error.emit(f"Cannot open image: {msg}"),
                           lambda: self.info.emit(f"Opening {p.name} cancelled"))
-
-    def open_session(self, path: str | os.PathLike) -> bool:
-        """Start opening a saved session (see :meth:`open_path`)."""
-        return self.open_path(path, ask=False)
 
     def _open_session(self, p: Path, mark: tuple) -> bool:
         read = self.host.read_session
