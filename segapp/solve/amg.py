@@ -231,8 +231,7 @@ class AMGPreconditioner:
         self.levels.append(Level(ops[-1]))
         self.coarse = coarse_solver(ops[-1])
 
-    def galerkin_update(self, delta: sp.spmatrix, decoupled: np.ndarray | None = None,
-                        recoupled: np.ndarray | None = None, *,
+    def galerkin_update(self, delta: sp.spmatrix, decoupled: np.ndarray | None = None, *,
                         cancel: CancelToken = NEVER) -> None:
         """Make the hierarchy precondition ``A' = A + Δ`` for a sparse, local change ``Δ``.
 
@@ -251,12 +250,8 @@ class AMGPreconditioner:
 
         Rows are never coupled back: after pixels were unpainted the caller builds a new
         hierarchy (:class:`~segapp.solve.harmonic.HarmonicSolver` does: the old aggregates and
-        potentials misled CG, 45–108 steps instead of 11–14), so ``recoupled`` must be empty
-        (:class:`ValueError` otherwise; the harmonic solver still passes its empty set).
+        potentials misled CG, 45–108 steps instead of 11–14).
         """
-        if recoupled is not None and len(recoupled):
-            raise ValueError("galerkin_update cannot couple rows back: build a new hierarchy "
-                             f"after pixels were unpainted ({len(recoupled)} rows given)")
         check = cancel.check
         delta = sp.csr_matrix(delta)
         A0 = (self.levels[0].A + delta).tocsr()

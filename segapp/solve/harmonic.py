@@ -585,7 +585,7 @@ class HarmonicSolver:
         if warm:
             M = st.M
             M.galerkin_update(A - st.A, decoupled=np.flatnonzero(fixed & ~st.fixed),
-                              recoupled=np.flatnonzero(st.fixed & ~fixed), cancel=token)
+                              cancel=token)
             x0 = np.column_stack([st.potentials.get(i, np.zeros(n)) for i in ids])
             x0[fixed] = 0.0
         else:

@@ -150,20 +150,8 @@ def test_galerkin_update_equals_the_galerkin_products_of_the_new_matrix():
     built = M.levels[0].P.toarray()
     for step in (1, 2):
         new = fixed[step] & ~fixed[step - 1]
-        M.galerkin_update(A[step] - A[step - 1], decoupled=np.flatnonzero(new),
-                          recoupled=np.zeros(0, np.int64))     # as the harmonic solver calls
+        M.galerkin_update(A[step] - A[step - 1], decoupled=np.flatnonzero(new))
         P0 = M.levels[0].P.toarray()
         np.testing.assert_array_equal(P0[fixed[step] & ~fixed[0]], 0.0)
         np.testing.assert_array_equal(P0[~fixed[step]], built[~fixed[step]])
         _assert_same(_operators(M), _galerkin(sp.csr_matrix(A[step]), _prolongators(M)))
-
-
-def test_galerkin_update_refuses_to_couple_rows_back():
-    """Unpainted pixels need a new hierarchy (the harmonic solver builds one): asked to couple
-    rows back, the update says so and leaves the hierarchy as it was."""
-    A = shifted_laplacian(0)
-    M = AMGPreconditioner(A)
-    before = _operators(M)
-    with pytest.raises(ValueError, match="build a new hierarchy"):
-        M.galerkin_update(sp.csr_matrix(A.shape), recoupled=np.array([3, 4]))
-    _assert_same(_operators(M), before)
