@@ -428,3 +428,34 @@ def test_ncut_default_number_of_vectors():
     img, truth = four_regions(noise=0.05)
     s = four_strokes(truth)
     assert accuracy(segapp.segment(img, s, method="ncut").labels, truth) >= 0.98
+
+
+# -- the colour models (issue 31) ---------------------------------------------------------
+def _two_sides(left, right, noise, seed=0, H=40, W=60):
+    rng = np.random.default_rng(seed)
+    img = np.empty((H, W, 3))
+    img[:, : W // 2], img[:, W // 2:] = left, right
+    img = np.clip(img + rng.normal(0, noise, img.shape), 0, 1).astype(np.float32)
+    s = np.zeros((H, W), np.int32)
+    s[H // 2, 5], s[H // 2, W - 6] = 1, 2            # a click on each side
+    return img, s
+
+
+def test_the_colour_models_stay_out_where_the_strokes_share_a_colour():
+    """Two clicks on one noisy grey: their colours differ by noise only, so the solve is the
+    pencil's own (models of one noisy pixel each would pull the image to one side)."""
+    img, s = _two_sides(0.5, 0.5, 0.1)
+    on = segapp.segment(img, s).labels
+    off = segapp.segment(img, s, appearance=0).labels
+    np.testing.assert_array_equal(on, off)
+
+
+def test_the_colour_models_enter_where_the_strokes_differ():
+    """Two clicks on two colours: the answer with the models differs from the pencil's alone,
+    and a far region of label 2's colour with no stroke of its own goes to label 2."""
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.03)
+    img[5:15, 5:20] = (0.2, 0.3, 0.8)                # a blue patch inside the red side
+    on = segapp.segment(img, s).labels
+    off = segapp.segment(img, s, appearance=0).labels
+    assert np.mean(on[6:14, 6:19] == 2) > np.mean(off[6:14, 6:19] == 2)
+    assert np.mean(on[6:14, 6:19] == 2) > 0.9
