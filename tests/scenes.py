@@ -159,3 +159,13 @@ def voronoi_image(rng: np.random.Generator) -> np.ndarray:
                                                          (H, W, 3))
     img = np.clip(img, 0, 1).astype(np.float32)
     return img.mean(axis=2) if rng.random() < 0.2 else img
+
+
+def disc_image(H: int = 90, W: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A bright disc on a dark ground, a little noise; the disc's true mask."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:H, :W]
+    disc = (yy - 0.47 * H) ** 2 + (xx - 0.53 * W) ** 2 < (0.3 * min(H, W)) ** 2
+    img = np.where(disc[..., None], [0.8, 0.6, 0.3], [0.2, 0.3, 0.5]).astype(np.float32)
+    img += rng.normal(0, 0.01, img.shape).astype(np.float32)
+    return np.clip(img, 0, 1), disc

@@ -151,6 +151,10 @@ class FastGE(GraphMethod):
         super().__init__(graph, settings, **options)
         self.amg: AMGPreconditioner | None = None
         self.harmonic: HarmonicSolver | None = None
+        #: The harmonic solvers by (amg_theta, shift): the colour models' γD is on the
+        #: factored matrix, so an edit whose labels' colours stop (or start) differing beyond
+        #: noise needs the other one; kept both, so a flip back costs no factorization again.
+        self._solvers: dict[tuple[float, float], HarmonicSolver] = {}
         self._connected: bool | None = None
         self._X: np.ndarray | None = None
         self._stroke_keys: dict[int, bytes] = {}
@@ -388,11 +392,14 @@ class FastGE(GraphMethod):
         o = self.settings
         g = self.graph
         shift = o["appearance"] / g.n if problem.prior is not None else 0.0
-        if (self.harmonic is None or self.harmonic.theta != o["amg_theta"]
-                or self.harmonic.shift != shift):
+        key = (o["amg_theta"], shift)
+        if key not in self._solvers:
+            if any(theta != key[0] for theta, _ in self._solvers):
+                self._solvers.clear()    # a new amg_theta starts new hierarchies
             grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
-            self.harmonic = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"],
-                                           grid=grid, shift=shift)
+            self._solvers[key] = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"],
+                                                grid=grid, shift=shift)
+        self.harmonic = self._solvers[key]
         self._X = None  # a later LOBPCG warm start must not mix the two solvers' vectors
         t = time.perf_counter()
         steps: dict[str, float] = {}

@@ -15,19 +15,9 @@ from segapp.graphs.image import grid_offsets, image_graph
 from segapp.inputs import refine as R
 from segapp.inputs.resolution import bilinear
 from segapp.inputs.rounding_rule import RoundingRule
-from segapp.solve.band import solve_band
+from scenes import disc_image  # noqa: E402  (tests/ is on sys.path)
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
-
-
-def _disc_image(H: int = 90, W: int = 120, seed: int = 0):
-    """A bright disc on a dark ground, a little noise; the disc's true mask."""
-    rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[:H, :W]
-    disc = (yy - 0.47 * H) ** 2 + (xx - 0.53 * W) ** 2 < (0.3 * min(H, W)) ** 2
-    img = np.where(disc[..., None], [0.8, 0.6, 0.3], [0.2, 0.3, 0.5]).astype(np.float32)
-    img += rng.normal(0, 0.01, img.shape).astype(np.float32)
-    return np.clip(img, 0, 1), disc
 
 
 def _disc_strokes(H: int, W: int) -> np.ndarray:
@@ -38,7 +28,7 @@ def _disc_strokes(H: int, W: int) -> np.ndarray:
 
 
 def test_band_system_equals_the_full_laplacians_rows():
-    img, _ = _disc_image(20, 26)
+    img, _ = disc_image(20, 26)
     g = image_graph(img, denoise=0, connectivity=8)
     L = g.laplacian.toarray()
     rng = np.random.default_rng(1)
@@ -50,19 +40,6 @@ def test_band_system_equals_the_full_laplacians_rows():
     A, b = band_system(feats, g.sigma, g.offsets, U, lambda idx: y[idx])
     np.testing.assert_allclose(symmetric(A).toarray(), L[np.ix_(U, U)], rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(b, -L[np.ix_(U, K)] @ y[K], rtol=1e-5, atol=1e-9)
-
-
-def test_solve_band_equals_a_dense_solve():
-    img, _ = _disc_image(16, 18)
-    g = image_graph(img, denoise=0)
-    n = g.n
-    U = np.arange(40, 200)
-    y = np.random.default_rng(2).normal(size=(n, 3))
-    A, b = band_system(img, g.sigma, g.offsets, U, lambda idx: y[idx])
-    x, report = solve_band(A, b)
-    dense = np.linalg.solve(symmetric(A).toarray(), b)
-    np.testing.assert_allclose(x, dense, rtol=1e-8, atol=1e-10)
-    assert report["solver"] in ("CHOLMOD (AMD)", "SuperLU")
 
 
 def _reference_band(working: np.ndarray, shape: tuple[int, int], width: int) -> np.ndarray:
@@ -86,7 +63,7 @@ def test_band_labels_equal_a_dense_full_resolution_harmonic_solve():
     solve of the full-resolution graph restricted to the band, with the same boundary
     values (bilinear working embedding; the strokes' value on painted pixels)."""
     H, W = 60, 80
-    img, _ = _disc_image(H, W)
+    img, _ = disc_image(H, W)
     s = _disc_strokes(H, W)
     sess = segapp.Session(img, max_pixels=600, denoise=0)
     sess.background = False
@@ -125,7 +102,7 @@ def test_refined_edge_follows_the_true_edge():
     """A disc at 5.5× the working size: the working answer brought back has steps of the
     reduction factor; the refined one follows the drawn edge."""
     H, W = 165, 220
-    img, disc = _disc_image(H, W)
+    img, disc = disc_image(H, W)
     s = _disc_strokes(H, W)
     res = segapp.segment(img, s, max_pixels=1200)
     assert res.refinement is not None and res.refinement.applied
@@ -142,7 +119,7 @@ def test_refined_edge_follows_the_true_edge():
 
 
 def test_update_without_refine_and_the_cancelled_refinement():
-    img, _ = _disc_image(60, 80)
+    img, _ = disc_image(60, 80)
     s = _disc_strokes(60, 80)
     sess = segapp.Session(img, max_pixels=600)
     sess.background = False
@@ -158,7 +135,7 @@ def test_update_without_refine_and_the_cancelled_refinement():
 
 
 def test_other_methods_are_not_refined():
-    img, _ = _disc_image(60, 80)
+    img, _ = disc_image(60, 80)
     s = _disc_strokes(60, 80)
     res = segapp.segment(img, s, method="ncut", max_pixels=600)
     assert res.refinement is None
@@ -172,7 +149,7 @@ def test_painted_pixels_keep_their_labels(strokes):
     """Whatever the strokes: every painted label is in the refined answer and every painted
     pixel keeps its label (the user's trust)."""
     H, W = 60, 80
-    img, _ = _disc_image(H, W, seed=3)
+    img, _ = disc_image(H, W, seed=3)
     s = np.zeros((H, W), np.int32)
     for label, y, x, length, width, horizontal in strokes:
         if horizontal:
@@ -185,18 +162,3 @@ def test_painted_pixels_keep_their_labels(strokes):
     painted = s > 0
     np.testing.assert_array_equal(res.labels[painted], s[painted])
     assert set(np.unique(s[painted])) <= set(np.unique(res.labels))
-
-
-def test_solve_band_without_cholmod_uses_superlu(monkeypatch):
-    """Where CHOLMOD is missing the same system is solved by SuperLU, exactly."""
-    import segapp.solve.band as B
-    monkeypatch.setattr(B.cholmod, "available", lambda: False)
-    img, _ = _disc_image(16, 18)
-    g = image_graph(img, denoise=0)
-    U = np.arange(30, 220)
-    y = np.random.default_rng(4).normal(size=(g.n, 2))
-    A, b = band_system(img, g.sigma, g.offsets, U, lambda idx: y[idx])
-    x, report = solve_band(A, b)
-    assert report["solver"] == "SuperLU"
-    np.testing.assert_allclose(x, np.linalg.solve(symmetric(A).toarray(), b), rtol=1e-8,
-                               atol=1e-10)
