@@ -1,4 +1,4 @@
-"""SC-PC: large-scale spectral clustering based on pairwise constraints (Algorithm 1).
+r"""SC-PC: large-scale spectral clustering based on pairwise constraints (Algorithm 1).
 
 "Large-scale spectral clustering based on pairwise constraints", Information Processing &
 Management / Expert Systems with Applications, 2015 (paper 003 in ``../shared/papers``).

@@ -52,7 +52,7 @@ FAST-GE's own ``L_ML`` term. Eliminating the anchors, the harmonic extension bec
 random walker with priors (Grady, CVPR 2005, "Multilabel random walker image segmentation
 using prior models"):
 
-.. math:: (L_{FF} + γ D_F)\, φ_a = -L_{F S_a} 1 + γ D_F P_a,
+.. math:: (L_{FF} + γ D_F)\\, φ_a = -L_{F S_a} 1 + γ D_F P_a,
 
 still one symmetric positive definite matrix for every label and every prior, so the
 factor, its per-stroke Woodbury updates and the multigrid hierarchy all apply unchanged
