@@ -66,14 +66,19 @@ class ColourPalette:
     def n(self) -> int:
         return int(self.index.shape[0])
 
-    def bin_weights(self, codes: np.ndarray, k: int,
-                    pixel_weights: np.ndarray | None = None) -> np.ndarray:
-        """(b, k): the summed ``pixel_weights`` (default 1) of each label's pixels per bin;
-        ``codes`` (n,) are labels 0..k−1, or −1 for a pixel no label learns from."""
+    def bin_weights(self, codes: np.ndarray, k: int) -> np.ndarray:
+        """(b, k): each label's pixels counted per bin; ``codes`` (n,) are labels 0..k−1, or
+        −1 for a pixel no label learns from."""
         sel = codes >= 0
-        w = None if pixel_weights is None else pixel_weights[sel]
-        flat = np.bincount(self.index[sel] * k + codes[sel], w, self.counts.size * k)
+        flat = np.bincount(self.index[sel] * k + codes[sel], None, self.counts.size * k)
         return flat.reshape(-1, k)
+
+    def bin_sums(self, pixel_weights: np.ndarray) -> np.ndarray:
+        """(b, k): each column of ``pixel_weights`` (n, k) summed per bin (soft
+        :meth:`bin_weights`: a pixel may count for several labels)."""
+        b = self.counts.size
+        return np.stack([np.bincount(self.index, pixel_weights[:, a], b)
+                         for a in range(pixel_weights.shape[1])], 1)
 
 
 def fit_label_models(palette: ColourPalette, weights: np.ndarray,

@@ -314,8 +314,7 @@ class FastGE(GraphMethod):
         elif self.settings["locality"]:
             near = locality_weights(self.graph.shape, cons.sets, self.settings["locality"])
             near[painted >= 0] = 0.0
-            A = np.stack([pal.bin_weights(np.zeros(pal.n, np.int64), 1, near[:, a])[:, 0]
-                          for a in range(k)], 1)
+            A = pal.bin_sums(near)
         else:
             A = None
         if A is not None:
@@ -394,8 +393,10 @@ class FastGE(GraphMethod):
         shift = o["appearance"] / g.n if problem.prior is not None else 0.0
         key = (o["amg_theta"], shift)
         if key not in self._solvers:
-            if any(theta != key[0] for theta, _ in self._solvers):
-                self._solvers.clear()    # a new amg_theta starts new hierarchies
+            # At most two factors per image: the plain one and that of the current γ (a new
+            # amg_theta or appearance weight replaces the old ones instead of adding one).
+            self._solvers = {k: h for k, h in self._solvers.items()
+                             if k[0] == key[0] and (k[1] == 0.0) != (shift == 0.0)}
             grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
             self._solvers[key] = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"],
                                                 grid=grid, shift=shift)

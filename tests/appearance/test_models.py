@@ -75,3 +75,14 @@ def test_a_label_without_a_model_explains_nothing():
     P = label_posteriors(pal, models)
     np.testing.assert_array_equal(P[:, 1], 0.0)
     assert (label_posteriors(pal, [None, None]) == 0.5).all()
+
+
+def test_bin_sums_add_each_labels_soft_weights_per_bin():
+    rng = np.random.default_rng(3)
+    pal = ColourPalette.of(rng.integers(0, 4, (200, 3)).astype(float) * 3)
+    w = rng.random((200, 2))
+    got = pal.bin_sums(w)
+    want = np.zeros((pal.counts.size, 2))
+    for i in range(200):
+        want[pal.index[i]] += w[i]
+    np.testing.assert_allclose(got, want)

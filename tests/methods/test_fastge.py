@@ -481,3 +481,12 @@ def test_an_edit_where_the_models_step_aside_keeps_the_other_solver_for_later():
     assert method.harmonic.shift == 0 and method.harmonic is not first
     method.update(s)
     assert method.harmonic is first
+
+
+def test_a_new_appearance_weight_replaces_the_old_factor_instead_of_adding_one():
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.03)
+    method = FastGE.from_image(img)
+    for a in (3.0, 1.0, 5.0, 0.0):
+        method.update(s, appearance=a)
+        assert len(method._solvers) <= 2
+    assert sorted(shift for _, shift in method._solvers) == [0.0, 5.0 / method.graph.n]
