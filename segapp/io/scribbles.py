@@ -246,15 +246,17 @@ def _edge_shade(idx: np.ndarray, inner: np.ndarray, palette: np.ndarray, i: int,
     return False
 
 
-def _grow(mask: np.ndarray) -> np.ndarray:
-    """``mask`` dilated by one pixel (8-adjacency)."""
-    g = mask.copy()
-    g[1:] |= mask[:-1]
-    g[:-1] |= mask[1:]
-    out = g.copy()
-    out[:, 1:] |= g[:, :-1]
-    out[:, :-1] |= g[:, 1:]
-    return out
+def _grow(mask: np.ndarray, reach: int = 1) -> np.ndarray:
+    """``mask`` dilated by ``reach`` pixels (8-adjacency: a (2·reach + 1)² square)."""
+    out = mask
+    for _ in range(reach):
+        g = out.copy()
+        g[1:] |= out[:-1]
+        g[:-1] |= out[1:]
+        out = g.copy()
+        out[:, 1:] |= g[:, :-1]
+        out[:, :-1] |= g[:, 1:]
+    return out.copy() if out is mask else out
 
 
 def _uniform_interior(values: np.ndarray) -> np.ndarray:
@@ -423,14 +425,7 @@ def _mostly_borders(members: np.ndarray, mean: np.ndarray, colors: list[np.ndarr
         return False
     known = np.zeros(stroke.shape, bool)   # bright pixels only: dim ones are near every colour
     known[where] = _explained(rgb[where].astype(np.float64), similar) | absorbed
-    grown = known.copy()
-    for _ in range(_BORDER_REACH):      # square neighbourhoods: 8-adjacency, repeated
-        g = grown.copy()
-        g[1:] |= grown[:-1]
-        g[:-1] |= grown[1:]
-        grown = g.copy()
-        grown[:, 1:] |= g[:, :-1]
-        grown[:, :-1] |= g[:, 1:]
+    grown = _grow(known, _BORDER_REACH)
     ys, xs = np.nonzero(where)
     return float(np.mean(grown[ys[members], xs[members]])) > _BORDER_SHARE
 

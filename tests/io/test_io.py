@@ -598,3 +598,17 @@ def _alarm(seconds: int):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("reach", [1, 2, 3])
+def test_the_scribble_readers_dilation_is_a_square_dilation(reach):
+    """The one dilation of the scribble reader (edge shades, JPEG halos) against scipy's."""
+    from scipy.ndimage import binary_dilation
+    from segapp.io.scribbles import _grow
+    rng = np.random.default_rng(reach)
+    mask = rng.random((23, 31)) < 0.03
+    mask[0, 0] = mask[-1, -1] = True                     # the borders clip, they do not wrap
+    want = binary_dilation(mask, np.ones((3, 3), bool), iterations=reach)
+    got = _grow(mask, reach)
+    np.testing.assert_array_equal(got, want)
+    assert got is not mask and not np.shares_memory(got, mask)
