@@ -23,7 +23,7 @@ import numpy as np
 
 from ..editing.schema import LabelSchema, read_schema
 from ..errors import InvalidInputError
-from ..io.scribbles import MAX_LABEL
+from ..io.scribbles import DEFAULT_MAX_LABEL
 
 __all__ = ["add_export_arguments", "schema_of", "scribble_options", "check_painted",
            "segment_outputs", "segment_items", "label_map_payload"]
@@ -68,7 +68,7 @@ def scribble_options(schema: LabelSchema | None) -> dict[str, Any]:
     """What :func:`segapp.io.read_scribbles` takes from a schema: its largest id, its colours."""
     if schema is None:
         return {}
-    return {"max_label": max(max(schema.ids()), MAX_LABEL), "colors": schema.colors()}
+    return {"max_label": max(max(schema.ids()), DEFAULT_MAX_LABEL), "colors": schema.colors()}
 
 
 def check_painted(schema: LabelSchema | None, painted: Iterable[int], source: str) -> None:

@@ -21,6 +21,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..inputs.checks import check_label_map
 from .brush import eraser_remnants, stroke_mask
 from .events import Emitter
 from .history import History
@@ -318,14 +319,9 @@ class AnnotationModel:
         return self._replace(self._checked(scribbles), text)
 
     def _checked(self, scribbles: np.ndarray) -> np.ndarray:
-        """``scribbles`` as an int32 map of this size with ids 0..MAX_LABELS (else ValueError)."""
-        s = np.asarray(scribbles)
-        if s.shape != self.shape:
-            raise ValueError(f"scribbles are {s.shape[1]}×{s.shape[0]} but the image is "
-                             f"{self.shape[1]}×{self.shape[0]}")
-        if s.size and (s.min() < 0 or s.max() > MAX_LABELS):
-            raise ValueError(f"scribble values must be 0..{MAX_LABELS}")
-        return s.astype(np.int32)
+        """``scribbles`` as an int32 map of this size with ids 0..MAX_LABELS (else
+        :class:`~segapp.errors.InvalidInputError`)."""
+        return check_label_map(scribbles, self.shape, max_label=MAX_LABELS).astype(np.int32)
 
     def _replace(self, new_map: np.ndarray, text: str) -> EditRecord | None:
         locked = self.schema.locked_ids()

@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 
 from ..editing.schema import LabelSchema
-from ..errors import InvalidInputError
+from ..inputs.checks import check_label_map
 from ..io.render import MAX_LABEL_ID, default_colors
 
 __all__ = ["indexed_png", "palette_of"]
@@ -33,13 +33,7 @@ def indexed_png(labels: np.ndarray,
                 colors: LabelSchema | Mapping[int, tuple[int, int, int]] | None = None
                 ) -> Image.Image:
     """An ``(H, W)`` label map (ids 0..255) as a palette image ready to save as PNG."""
-    lab = np.asarray(labels)
-    if lab.ndim != 2 or not (np.issubdtype(lab.dtype, np.integer) or lab.dtype == bool):
-        raise InvalidInputError(f"a label map must be an (H, W) integer array, got "
-                                f"{lab.dtype} {lab.shape}")
-    if lab.size and (int(lab.min()) < 0 or int(lab.max()) > MAX_LABEL_ID):
-        raise InvalidInputError(f"label ids must be 0..{MAX_LABEL_ID} for an indexed PNG, "
-                                f"found {int(lab.min())}..{int(lab.max())}")
+    lab = check_label_map(labels, None, "an indexed PNG's label map", max_label=MAX_LABEL_ID)
     h, w = lab.shape
     img = Image.frombytes("P", (w, h), np.ascontiguousarray(lab, dtype=np.uint8).tobytes())
     img.putpalette(palette_of(colors))

@@ -1,5 +1,14 @@
 # Over 400 lines on purpose: the landmark graph is one pipeline (landmarks, coding, basis, painted-
 # pixel landmarks) whose steps share their arrays.
+#
+# Why its own k-means (_kmeanspp, _lloyd) beside segapp.partition.kmeans: that one partitions
+# an embedding into k ≤ ~20 clusters, best of several restarts (scipy's kmeans2); this one
+# quantises a 50,000-row sample into p = hundreds to thousands of landmarks, once. scipy's
+# k-means++ start recomputes the distances to all chosen centres for each new one (O(n·p²))
+# and its assignment is brute force (O(n·p) per iteration); here one distance update per new
+# centre (O(n·p)) and a k-d tree. Measured (50,000 × 5 rows, 10 iterations, one run each,
+# load average 15): p = 250: 5.7 s here against 51 s with kmeans2(minit="++"), p = 500: 7.7 s
+# against 269 s — the gap grows like p.
 """Landmark (sparse-coding) graphs: landmarks, Nadaraya–Watson coding, the orthonormal basis.
 
 The graph of Chen & Cai (AAAI 2011) that SCACS §2.2 and Liu et al. §2.2 build, on the feature

@@ -227,7 +227,8 @@ def load_session(json_path: str | os.PathLike) -> tuple[SessionData, np.ndarray]
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"{json_path}: malformed session ({exc})") from exc
     image = io.read_image(image_path)
-    # the app's own label map: ids up to the largest a schema may hold
+    # the app's own label map: ids up to the session's largest label
     scribbles = io.read_scribbles(scribble_path, shape=image.shape,
-                                  max_label=max([lab.id for lab in labels], default=9))
+                                  max_label=max([lab.id for lab in labels],
+                                                default=io.DEFAULT_MAX_LABEL))
     return SessionData(image_path, scribbles, labels, settings), image

@@ -12,8 +12,11 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-#: Largest label id a label map may hold: results carry label ids in int32.
-MAX_LABEL_ID = np.iinfo(np.int32).max
+#: Largest label id of a label map handed to the library (:func:`segapp.segment`,
+#: :class:`segapp.Session`): results carry label ids in int32. The app's own maps are 8-bit
+#: (:data:`segapp.io.render.MAX_LABEL_ID`, 255); a scribble *file* is read with ids up to
+#: :data:`segapp.io.scribbles.DEFAULT_MAX_LABEL` (9) unless a label schema says more.
+MAX_LIBRARY_LABEL = np.iinfo(np.int32).max
 
 
 def integer_scale(dtype: np.dtype, top: float) -> float:
@@ -116,25 +119,44 @@ def as_float_image(image: object) -> np.ndarray:
     return out
 
 
-def check_label_map(labels: object, shape: tuple[int, ...], what: str = "scribbles") -> np.ndarray:
-    """A label map (0 = unlabelled, positive ids) of the given shape as an int64 array.
+def check_label_map(labels: object, shape: tuple[int, ...] | None = None,
+                    what: str = "scribbles", *,
+                    max_label: int = MAX_LIBRARY_LABEL) -> np.ndarray:
+    """A label map (0 = unlabelled, positive ids) as an int64 array: the one validator of
+    label maps (the library's scribbles and results, the app's strokes, rendered and
+    exported maps, scribble files' values).
 
     Accepts integer and bool arrays, and float arrays holding whole numbers.
+
+    Parameters
+    ----------
+    labels : array_like
+        The map.
+    shape : tuple of int, optional
+        The shape it must have (the image's); None: any ``(H, W)`` map.
+    what : str
+        What the map is, for the messages ("scribbles", "label map", ...).
+    max_label : int
+        Largest id allowed (:data:`MAX_LIBRARY_LABEL`; 255 for the app's 8-bit maps).
 
     Raises
     ------
     InvalidInputError
-        Not an array of numbers (None, strings, objects), a different shape, negative or
-        fractional values, NaN, or ids above :data:`MAX_LABEL_ID` (results store ids in int32).
+        Not an array of numbers (None, strings, objects), a different shape (or not 2-D),
+        negative or fractional values, NaN, or ids above ``max_label``.
     """
+    wanted = "an (H, W) integer array" if shape is None else \
+        f"an integer array of shape {tuple(shape)}"
     if labels is None or isinstance(labels, (str, bytes)):
-        raise InvalidInputError(f"{what} must be an integer array of shape {tuple(shape)}, got "
-                                f"{type(labels).__name__}")
+        raise InvalidInputError(f"{what} must be {wanted}, got {type(labels).__name__}")
     try:
         s = as_numeric_array(labels, what)
     except InvalidInputError as exc:
-        raise InvalidInputError(f"{exc} (an integer array of shape {tuple(shape)})") from None
-    if s.shape != tuple(shape):
+        raise InvalidInputError(f"{exc} ({wanted})") from None
+    if shape is None:
+        if s.ndim != 2:
+            raise InvalidInputError(f"{what} must be {wanted}, got shape {s.shape}")
+    elif s.shape != tuple(shape):
         if len(shape) == 2 and s.ndim == 2:
             raise InvalidInputError(f"{what} are {s.shape[1]}×{s.shape[0]} but the image is "
                                     f"{shape[1]}×{shape[0]}")
@@ -146,9 +168,9 @@ def check_label_map(labels: object, shape: tuple[int, ...], what: str = "scribbl
             raise InvalidInputError(f"{what} must hold integer label ids (0 = unlabelled)")
     if s.size and s.min() < 0:
         raise InvalidInputError(f"{what} must not hold negative values (0 = unlabelled)")
-    if s.size and s.max() > MAX_LABEL_ID:
+    if s.size and s.max() > max_label:
         raise InvalidInputError(f"{what}: label id {int(s.max())} is too large (at most "
-                                f"{MAX_LABEL_ID})")
+                                f"{max_label})")
     return s.astype(np.int64)
 
 

@@ -16,10 +16,10 @@ from .atomic import (OutputClashError, check_distinct, check_writable, remove_st
                      write_files_atomic, write_png_atomic, write_pngs_atomic, write_text_atomic)
 from .images import read_image
 from .opening import DEFAULT_PIXEL_LIMIT, MultiPageError, check_pixel_limit
-from .scribbles import MAX_LABEL, read_scribbles, scribbles_for_page
+from .scribbles import DEFAULT_MAX_LABEL, read_scribbles, scribbles_for_page
 
 __all__ = [
-    "MAX_LABEL",
+    "DEFAULT_MAX_LABEL",
     "DEFAULT_PIXEL_LIMIT",
     "check_pixel_limit",
     "MultiPageError",

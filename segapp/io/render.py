@@ -14,6 +14,7 @@ from typing import Union
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..inputs.checks import check_label_map
 
 __all__ = [
     "PALETTE",
@@ -235,22 +236,6 @@ def _rgb8_band(img: np.ndarray) -> np.ndarray:
     return out[:, :, None] if out.ndim == 2 else out
 
 
-def _check_label_map(labels: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
-    lab = np.asarray(labels)
-    if lab.ndim != 2 or lab.shape != tuple(shape[:2]):
-        raise InvalidInputError(
-            f"{what} shape {lab.shape} does not match the image size {tuple(shape[:2])}")
-    if lab.dtype == np.bool_:
-        return lab.astype(np.int64)
-    if not np.issubdtype(lab.dtype, np.integer):
-        if not np.all(np.isfinite(lab)) or not np.array_equal(lab, np.round(lab)):
-            raise InvalidInputError(f"{what} must hold integer label ids")
-        lab = lab.astype(np.int64)
-    if lab.size and lab.min() < 0:
-        raise InvalidInputError(f"{what} must not hold negative values")
-    return lab
-
-
 # --------------------------------------------------------------------------------------------
 # overlays
 # --------------------------------------------------------------------------------------------
@@ -288,7 +273,7 @@ def label_layer(labels: np.ndarray, colors: ColorSpec = None,
         ``(H, W, 4)`` uint8; :func:`composite` lays it over an image with
         :func:`overlay_opacity` (the app's canvas does the same with Qt).
     """
-    lab = _check_label_map(labels, np.shape(labels), "label map")
+    lab = check_label_map(labels, None, "label map")
     table = _color_table(colors, int(lab.max()) if lab.size else 0)
     rgba = np.zeros((len(table), 4), dtype=np.uint8)
     rgba[:, :3] = table
@@ -402,7 +387,7 @@ def overlay(
     """
     opacity = overlay_opacity(alpha, boundaries)
     rgb = to_rgb8(image)
-    _check_label_map(labels, rgb.shape, "label map")
+    check_label_map(labels, rgb.shape[:2], "label map")
     return composite(rgb, label_layer(labels, colors, boundaries), opacity)
 
 

@@ -12,12 +12,15 @@ import numpy as np
 from PIL import Image
 
 from ..errors import InvalidInputError
+from ..inputs.checks import check_label_map
 from .render import MAX_LABEL_ID, PALETTE
 from .opening import (_GREY_16BIT_MODES, DEFAULT_PIXEL_LIMIT, PathLike, _as_path, _describe,
                       _open_image)
 
-#: Largest label id a scribble map may hold (the GUI offers keys 1..9).
-MAX_LABEL = 9
+#: Largest label id read from a scribble file unless a label schema says more
+#: (``max_label``): the palette's colours, the app's keys 1..9. Greyscale values above it are
+#: not label ids (a photo, or strokes saved as grey).
+DEFAULT_MAX_LABEL = len(PALETTE)
 
 # A pixel of a colour scribble image is "unlabelled" when it is (nearly) black or mostly
 # transparent; the small tolerance absorbs JPEG noise and dark anti-aliasing fringes.
@@ -74,7 +77,8 @@ def scribbles_for_page(path: PathLike, shape: tuple[int, ...] | None, page: int 
 
 
 def read_scribbles(path: PathLike, shape: tuple[int, ...] | None = None, *,
-                   pixel_limit: int | None = DEFAULT_PIXEL_LIMIT, max_label: int = MAX_LABEL,
+                   pixel_limit: int | None = DEFAULT_PIXEL_LIMIT,
+                   max_label: int = DEFAULT_MAX_LABEL,
                    colors: dict[int, tuple[int, int, int]] | None = None,
                    page: int | None = None) -> np.ndarray:
     """Read a scribble file as an int32 label map (0 = unlabelled, 1..9 = label ids).
@@ -184,7 +188,7 @@ def _check_max_label(max_label: object) -> int:
     return int(max_label)
 
 
-def _scribble_labels(img: Image.Image, max_label: int = MAX_LABEL,
+def _scribble_labels(img: Image.Image, max_label: int = DEFAULT_MAX_LABEL,
                      colors: dict[int, tuple[int, int, int]] | None = None) -> np.ndarray:
     mode = img.mode
     lossy = (img.format or "").upper() in _LOSSY_FORMATS
@@ -201,12 +205,12 @@ def _scribble_labels(img: Image.Image, max_label: int = MAX_LABEL,
     return _check_label_values(values, max_label)
 
 
-def _palette_is_label_map(img: Image.Image, max_label: int = MAX_LABEL) -> bool:
+def _palette_is_label_map(img: Image.Image, max_label: int = DEFAULT_MAX_LABEL) -> bool:
     """Whether a palette image's indices are label ids (a label map with a display palette,
     as PASCAL VOC's) rather than colour strokes saved with a palette (which an editor
     orders as it likes: black need not be index 0, red may be index 190).
 
-    Label map: every index used is at most :data:`MAX_LABEL`, index 0, if used, is black or
+    Label map: every index used is at most ``max_label``, index 0, if used, is black or
     transparent (the unlabelled background), and no index is the anti-aliased edge of
     another's strokes (:func:`_edge_shade`: colour strokes quantised to a few palette entries,
     whose edge shades would otherwise be labels of their own).
@@ -275,17 +279,11 @@ def _uniform_interior(values: np.ndarray) -> np.ndarray:
     return inner
 
 
-def _check_label_values(values: np.ndarray, max_label: int = MAX_LABEL) -> np.ndarray:
-    v = np.asarray(values)
-    if v.dtype == np.bool_:
-        return v.astype(np.int32)
-    if np.issubdtype(v.dtype, np.floating):
-        if not np.all(np.isfinite(v)) or not np.array_equal(v, np.round(v)):
-            raise InvalidInputError(f"scribble values must be integer label ids 0..{max_label}")
-    lo = int(v.min()) if v.size else 0
+def _check_label_values(values: np.ndarray, max_label: int = DEFAULT_MAX_LABEL) -> np.ndarray:
+    """A label-id image's values as an int32 label map (:func:`check_label_map`; ids above
+    ``max_label`` are refused here, saying whether the file looks like a photo)."""
+    v = check_label_map(values, None, "scribble values")
     hi = int(v.max()) if v.size else 0
-    if lo < 0:
-        raise InvalidInputError(f"scribble values must be label ids 0..{max_label}, found {lo}")
     if hi > max_label:
         share = float(np.mean(v > max_label))
         if share > _MAX_STROKE_SHARE:
@@ -299,7 +297,8 @@ def _check_label_values(values: np.ndarray, max_label: int = MAX_LABEL) -> np.nd
     return v.astype(np.int32)
 
 
-def _labels_from_colors(rgba: np.ndarray, lossy: bool = False, max_label: int = MAX_LABEL,
+def _labels_from_colors(rgba: np.ndarray, lossy: bool = False,
+                        max_label: int = DEFAULT_MAX_LABEL,
                         palette: dict[int, tuple[int, int, int]] | None = None) -> np.ndarray:
     """Label map from an ``(H, W, 4)`` uint8 colour-stroke image (rules in read_scribbles);
     ``lossy``: the file was a JPEG (colours blurred across ~2 px)."""
@@ -346,7 +345,7 @@ def _refuse_a_photo(stroke: np.ndarray) -> None:
 
 
 def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray,
-                   max_label: int = MAX_LABEL) -> tuple[list[np.ndarray], int]:
+                   max_label: int = DEFAULT_MAX_LABEL) -> tuple[list[np.ndarray], int]:
     """The painted colours of a colour-stroke image (rules 3–4 of :func:`read_scribbles`).
 
     First from the strokes' interiors (:func:`_interior`), where neither anti-aliasing nor
@@ -368,7 +367,7 @@ def _stroke_colors(rgb: np.ndarray, stroke: np.ndarray,
 
 def _add_colors(colors: list[np.ndarray], P: np.ndarray, min_count: float, *,
                 rgb: np.ndarray | None = None, stroke: np.ndarray | None = None,
-                where: np.ndarray | None = None, max_label: int = MAX_LABEL) -> None:
+                where: np.ndarray | None = None, max_label: int = DEFAULT_MAX_LABEL) -> None:
     """Append the stroke colours among the pixels ``P`` (m, 3) to ``colors``, greedily.
 
     Candidates are the means of the most populated colour bins (16 levels per channel, which

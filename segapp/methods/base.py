@@ -61,6 +61,7 @@ from threadpoolctl import threadpool_limits
 
 from ..cancel import CancelLike, CancelToken
 from ..errors import SolverError
+from ..inputs.checks import check_label_map
 from ..options import RULES, Option, Rule, Settings, check_rules, defaults, rules_for
 from ..partition import clamp_strokes, stroke_agreement
 from ..result import Segmentation
@@ -180,11 +181,13 @@ class Method(ABC):
         ``confidence`` (per pixel in [0, 1]) makes the strokes soft.
         """
         settings = self.updated(self._made_with, solve_options)
-        return self.run(scribbles, CancelToken.of(cancel), confidence, settings)
+        return self.run(check_label_map(scribbles, self.shape), CancelToken.of(cancel),
+                        confidence, settings)
 
     def run(self, scribbles: np.ndarray, cancel: CancelToken, confidence: np.ndarray | None,
             settings: Settings) -> Segmentation:
-        """:meth:`update` with its settings checked and its token made (a Session's call).
+        """:meth:`update` with its settings checked, its token made and its scribbles
+        checked (a Session's call: :func:`~segapp.inputs.checks.check_label_map`).
 
         On one BLAS thread: the dense work is tall-skinny (n × m with m ≤ 20) or p × p, where
         a second OpenBLAS thread only adds synchronisation; measured at 250K px on 2 cores,

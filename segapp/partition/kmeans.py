@@ -6,7 +6,9 @@ tens of thousands suffice to place k centres), the best few candidates by their 
 *all* rows are refined on all rows, and the best objective wins (§7.3 keeps the best of 20
 runs). Anchored k-means (:func:`anchored_kmeans`) owns each prototype by a label and keeps
 stroke rows on their label's prototypes; :func:`stable_anchored_kmeans` also starts from the
-previous edit's regions (refinement stability, issue 10).
+previous edit's regions (refinement stability, issue 10). The landmark graphs quantise
+features into hundreds of landmarks with their own k-means (:mod:`segapp.graphs.landmark`
+says why).
 """
 
 from __future__ import annotations

@@ -95,17 +95,19 @@ def confidence_weights(confidence: np.ndarray | None, n: int,
 
 
 def _label_sets(scribbles: np.ndarray, n: int) -> tuple[tuple[int, ...], list[np.ndarray]]:
-    """Validate a scribble label map; its label ids and per-label flat pixel indices."""
+    """A label map's ids and per-label flat pixel indices.
+
+    The map's values were checked where it entered (:func:`segapp.inputs.checks.check_label_map`:
+    :meth:`segapp.methods.base.Method.run`, :class:`segapp.Session`); here only that it covers
+    the ``n`` pixels and holds integers (or bools).
+    """
     s = np.asarray(scribbles)
     if s.size != n:
         raise InvalidInputError(f"scribbles have {s.size} pixels but the image has {n}")
-    if not np.issubdtype(s.dtype, np.integer):
-        if not np.all(np.isfinite(s)) or np.any(s != np.round(s)):
-            raise InvalidInputError("scribbles must hold integer label ids (0 = unlabelled)")
-        s = s.astype(np.int64)
+    if not (np.issubdtype(s.dtype, np.integer) or s.dtype == bool):
+        raise InvalidInputError(f"scribbles must be an integer label map, got dtype {s.dtype} "
+                                "(segapp.inputs.checks.check_label_map reads others)")
     flat = s.ravel()
-    if np.any(flat < 0):
-        raise InvalidInputError("scribbles must not hold negative values (0 = unlabelled)")
     order = np.argsort(flat, kind="stable")
     ids, starts = np.unique(flat[order], return_index=True)
     bounds = list(starts[1:]) + [flat.size]
@@ -127,8 +129,9 @@ def read_strokes(scribbles: np.ndarray, n: int,
     Raises
     ------
     segapp.errors.InvalidInputError
-        Wrong size, non-integer or negative values, fewer than two labels, or a confidence of
-        the wrong size or outside [0, 1].
+        Wrong size, not an integer map (its values are checked where it entered:
+        :func:`segapp.inputs.checks.check_label_map`), fewer than two labels, or a
+        confidence of the wrong size or outside [0, 1].
     """
     label_ids, sets = _label_sets(scribbles, n)
     return Strokes(label_ids, sets, confidence_weights(confidence, n, sets),

@@ -306,10 +306,14 @@ def test_read_strokes_returns_sorted_ids_and_flat_indices():
     np.testing.assert_array_equal(sets[0], [3, 8])
     np.testing.assert_array_equal(sets[1], [5, 6])
     np.testing.assert_array_equal(sets[2], [1, 2])
-    # integer-valued floats are accepted as labels
-    floats = read_strokes(s.astype(np.float32), 9)
+    # integer-valued floats are label maps once checked where they enter (the one validator)
+    from segapp.errors import InvalidInputError
+    from segapp.inputs.checks import check_label_map
+    floats = read_strokes(check_label_map(s.astype(np.float32), s.shape), 9)
     assert floats.label_ids == ids and all(np.array_equal(a, b)
                                            for a, b in zip(floats.sets, sets))
+    with pytest.raises(InvalidInputError, match="check_label_map"):
+        read_strokes(s.astype(np.float32), 9)              # unchecked: refused, not guessed
 
 
 def test_read_strokes_weights_are_the_root_of_the_confidence():
@@ -335,9 +339,7 @@ def test_fingerprint_tells_stroke_sets_apart():
 @pytest.mark.parametrize("scribbles, n, message", [
     pytest.param(np.zeros((3, 4), int), 12, "no strokes", id="no-strokes"),
     pytest.param(np.r_[0, 3, 3, 0], 4, "only label 3", id="one-label"),
-    pytest.param(np.r_[0, 1, 2, -1], 4, "negative", id="negative"),
-    pytest.param(np.r_[0, 1, 2, 1.5], 4, "integer", id="non-integer-float"),
-    pytest.param(np.r_[0, 1, 2, np.nan], 4, "integer", id="nan"),
+    pytest.param(np.r_[0, 1, 2, 1.0], 4, "integer label map", id="unchecked-float"),
     pytest.param(np.r_[0, 1, 2], 4, "pixels", id="wrong-size"),
     pytest.param(np.zeros((2, 3), int) + 1, 5, "pixels", id="wrong-size-2d"),
 ])
@@ -346,3 +348,17 @@ def test_read_strokes_errors(scribbles, n, message):
         read_strokes(scribbles, n)
     with pytest.raises(InvalidInputError):
         build_constraints(scribbles, np.ones(n))
+
+
+@pytest.mark.parametrize("scribbles, message", [
+    pytest.param(np.r_[0, 1, 2, -1], "negative", id="negative"),
+    pytest.param(np.r_[0, 1, 2, 1.5], "integer", id="non-integer-float"),
+    pytest.param(np.r_[0, 1, 2, np.nan], "integer", id="nan"),
+])
+def test_a_methods_update_refuses_bad_label_values(scribbles, message):
+    """Values are checked where a map enters (check_label_map): Method.update."""
+    from segapp.methods.ncut import NCut
+    g = np.ones((4, 4)) - np.eye(4)
+    m = NCut.from_data(graph=g)
+    with pytest.raises(InvalidInputError, match=message):
+        m.update(scribbles)
