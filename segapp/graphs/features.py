@@ -1,7 +1,8 @@
 """Feature vectors of the data points the landmark methods work on (images or (n, f) arrays).
 
-Every data point is a feature vector ``x_i ∈ R^f``. For :meth:`from_data` they are given. For an
-image, pixel ``i`` at row ``y``, column ``x`` with colour ``c_i`` (RGB or grey in [0, 1]) gets
+Every data point is a feature vector ``x_i ∈ R^f``. For
+:meth:`segapp.methods.base.Method.from_data` they are given. For an image, pixel ``i`` at row
+``y``, column ``x`` with colour ``c_i`` (RGB or grey in [0, 1]) gets
 
 .. math:: x_i = \\Bigl(\\frac{c_i}{s_c},\\; \\omega\\,\\frac{(y, x)}{s_p}\\Bigr),
 

@@ -16,8 +16,9 @@ Frame layout (little endian)::
 
 Reading stops at the first incomplete or corrupt frame: a kill in the middle of a write loses
 at most the change being written, never the ones before it. When the file outgrows
-:data:`COMPACT_BYTES`, :meth:`Journal.compact` rewrites it as a single base frame (temporary
-file + rename); the undo history before that point is then no longer in the journal.
+:data:`COMPACT_BYTES` (:meth:`Journal.needs_compaction`), the app starts it anew
+(:meth:`Journal.start`: a single base frame, temporary file + rename); the undo history before
+that point is then no longer in the journal.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ pixels clamped to their label, the :class:`Segmentation`). Partitioning is part 
 FAST-GE), a stiffer must-link (SCACS) or another basis (CCSKL) when the partition loses a
 label's strokes, so the two steps loop together; each family keeps its partition in one
 function (:func:`segapp.partition.rounding.round_eigenvectors`,
-:meth:`LandmarkMethod._partition`).
+:meth:`~segapp.methods.landmark_base.LandmarkMethod._partition`).
 
 Cancellation
 ------------

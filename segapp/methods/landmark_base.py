@@ -9,7 +9,7 @@ in :mod:`segapp.graphs.landmark`, the strokes in :mod:`segapp.strokes.reading`.
 
 Partition
 ---------
-:func:`partition` maps landmark coefficients ``Y`` (p × m) to the embedding ``X = Ẑ Y`` (n × m),
+:func:`round_landmark_embedding` maps landmark coefficients ``Y`` (p × m) to the embedding ``X = Ẑ Y`` (n × m),
 normalises its rows (FAST-GE Fig. 2 steps 8–10; SCACS step 12), runs the k-means anchored to
 the strokes (:func:`segapp.partition.anchored_kmeans`) on a random sample of ``kmeans_sample``
 embedded rows plus the stroke rows, and then assigns every row to its nearest prototype in
@@ -256,7 +256,7 @@ class LandmarkMethod(FeatureMethod):
 
     def _partition(self, Y: np.ndarray, strokes: Strokes, timings: dict[str, float],
                    cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, bool]:
-        """Labels and embedding of the basis coefficients ``Y`` (:func:`partition`), and
+        """Labels and embedding of the basis coefficients ``Y`` (:func:`round_landmark_embedding`), and
         whether every label keeps ≥ :data:`~segapp.partition.STROKE_AGREEMENT` of its strokes
         (if not, the subclass tries one more vector, as FAST-GE does)."""
         t = time.perf_counter()
