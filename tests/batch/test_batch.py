@@ -160,8 +160,16 @@ def test_serial_batch_matches_segment_and_writes_reports(pairs, tmp_path):
         assert [int(x) for x in row["labels"].split()] == sorted(np.unique(got).tolist())
         assert (row["height"], row["width"]) == got.shape
         # (0 iterations: the direct solve; CG steps otherwise)
-        assert row["iterations"] >= 0 and row["converged"] is True and row["seconds"] > 0
+        assert row["iterations"] >= 0 and row["converged"] is True
         assert row["worker_peak_mb"] > 0
+    # the times add up: one image after another inside the run's wall time, and the summary
+    # is the run's own
+    rows = list(report.values())
+    assert all(r["seconds"] > 0 for r in rows)
+    assert sum(r["seconds"] for r in rows) <= result.seconds + 0.01 * len(rows)   # rounding
+    summary = json.loads((out / "report.json").read_text())["summary"]
+    assert result.summary().items() <= summary.items() and summary["ok"] == 6
+    assert summary["images_per_minute"] == pytest.approx(60 * 6 / result.seconds, rel=0.01)
     assert not list(out.glob(".*.tmp"))
 
 
