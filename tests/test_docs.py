@@ -1,5 +1,7 @@
 """The docs name what exists: every path and name docs/architecture.md gives is in the code,
-and every flag README and docs/ pass to ``segapp`` is one of its parsers' flags.
+every flag README and docs/ pass to ``segapp`` is one of its parsers' flags, every
+``segapp.…`` name they give can be imported, and every link between them reaches its page and
+heading.
 
 (docs/gui.md's shortcut table and plain words are checked in ``tests/gui/test_docs.py``;
 docs/options.md is generated and compared in ``tests/test_options.py``.)
@@ -157,3 +159,43 @@ def test_every_link_between_the_docs_reaches_a_page_and_heading(page):
         elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
             broken.append(target)
     assert not broken, broken
+
+
+def dotted_names(text: str) -> set[str]:
+    """The ``segapp.…`` names the page gives in inline code (a call's arguments dropped)."""
+    names = set()
+    for token in CODE.findall(text):
+        m = re.match(r"(segapp(?:\.[A-Za-z_]\w*)+)", token)
+        if m:
+            names.add(m.group(1))
+    return names
+
+
+def reachable(name: str) -> bool:
+    """Whether ``segapp.a.b.C.d`` is a module or an attribute reached from one."""
+    import importlib
+
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", USER_DOCS, ids=lambda p: p.name)
+def test_every_segapp_name_in_the_docs_exists(page):
+    missing = sorted(n for n in dotted_names(page.read_text())
+                     if not reachable(n))
+    assert not missing, missing
+
+
+def test_the_name_check_sees_a_missing_name():
+    assert reachable("segapp.partition.PREVIOUS_GATE")
+    assert not reachable("segapp.partition.NO_SUCH_NAME")
