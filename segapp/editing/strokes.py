@@ -321,7 +321,8 @@ class AnnotationModel:
     def _checked(self, scribbles: np.ndarray) -> np.ndarray:
         """``scribbles`` as an int32 map of this size with ids 0..MAX_LABELS (else
         :class:`~segapp.errors.InvalidInputError`)."""
-        return check_label_map(scribbles, self.shape, max_label=MAX_LABELS).astype(np.int32)
+        return check_label_map(scribbles, self.shape, max_label=MAX_LABELS,
+                               keep_dtype=True).astype(np.int32)
 
     def _replace(self, new_map: np.ndarray, text: str) -> EditRecord | None:
         locked = self.schema.locked_ids()

@@ -33,7 +33,8 @@ def indexed_png(labels: np.ndarray,
                 colors: LabelSchema | Mapping[int, tuple[int, int, int]] | None = None
                 ) -> Image.Image:
     """An ``(H, W)`` label map (ids 0..255) as a palette image ready to save as PNG."""
-    lab = check_label_map(labels, None, "an indexed PNG's label map", max_label=MAX_LABEL_ID)
+    lab = check_label_map(labels, None, "an indexed PNG's label map", max_label=MAX_LABEL_ID,
+                          keep_dtype=True)
     h, w = lab.shape
     img = Image.frombytes("P", (w, h), np.ascontiguousarray(lab, dtype=np.uint8).tobytes())
     img.putpalette(palette_of(colors))

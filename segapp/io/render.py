@@ -273,7 +273,7 @@ def label_layer(labels: np.ndarray, colors: ColorSpec = None,
         ``(H, W, 4)`` uint8; :func:`composite` lays it over an image with
         :func:`overlay_opacity` (the app's canvas does the same with Qt).
     """
-    lab = check_label_map(labels, None, "label map")
+    lab = check_label_map(labels, None, "label map", keep_dtype=True)
     table = _color_table(colors, int(lab.max()) if lab.size else 0)
     rgba = np.zeros((len(table), 4), dtype=np.uint8)
     rgba[:, :3] = table
@@ -387,7 +387,7 @@ def overlay(
     """
     opacity = overlay_opacity(alpha, boundaries)
     rgb = to_rgb8(image)
-    check_label_map(labels, rgb.shape[:2], "label map")
+    check_label_map(labels, rgb.shape[:2], "label map", keep_dtype=True)
     return composite(rgb, label_layer(labels, colors, boundaries), opacity)
 
 

@@ -282,7 +282,7 @@ def _uniform_interior(values: np.ndarray) -> np.ndarray:
 def _check_label_values(values: np.ndarray, max_label: int = DEFAULT_MAX_LABEL) -> np.ndarray:
     """A label-id image's values as an int32 label map (:func:`check_label_map`; ids above
     ``max_label`` are refused here, saying whether the file looks like a photo)."""
-    v = check_label_map(values, None, "scribble values")
+    v = check_label_map(values, None, "scribble values", keep_dtype=True)
     hi = int(v.max()) if v.size else 0
     if hi > max_label:
         share = float(np.mean(v > max_label))

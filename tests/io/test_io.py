@@ -312,7 +312,7 @@ def test_scribbles_value_out_of_range(tmp_path):
 
 def test_scribbles_negative_value(tmp_path):
     Image.fromarray(np.array([[0, -1]], np.int32)).save(tmp_path / "neg.tif")
-    assert "-1" in _raises_invalid(tmp_path / "neg.tif", io.read_scribbles)
+    assert "found -1" in _raises_invalid(tmp_path / "neg.tif", io.read_scribbles)  # not the path
 
 
 def test_scribbles_shape_mismatch(tmp_path):
