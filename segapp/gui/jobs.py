@@ -3,8 +3,9 @@ exporting, and its one "newest request wins" rule.
 
 A :class:`JobRunner` owns one worker thread. Jobs given to it run there one at a time, in
 the order they were submitted (:meth:`JobRunner.submit` with ``first`` puts one at the head);
-the next starts only once the one before has reported back *and* its callback has run on the
-GUI thread, so a job may be prepared from what the one before left.
+the next waiting starts only once the one before has reported back *and* its callback has run
+on the GUI thread, so a job may be prepared from what the one before left (a submit from
+inside that callback may start the next at once: it is the callback's own choice).
 
 A job's work gets the :class:`Job` itself: :attr:`Job.token` is a
 :class:`segapp.cancel.CancelToken` (what the core already polls), whose ``progress(what,
