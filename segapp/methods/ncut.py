@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..solve import EigenProblem, SolveSettings, random_start, solve
-from ..solve.amg import AMGPreconditioner, amg_preconditioner
+from ..solve import EigenProblem, GraphSolver, SolveSettings
 from ..cancel import CancelToken
 from ..strokes.reading import Strokes
 from ..graphs import Graph
@@ -54,8 +53,10 @@ class NCut(GraphMethod):
 
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
         super().__init__(graph, settings, **options)
-        self.amg: AMGPreconditioner | None = None   # no strokes in it: built on the first edit
-        self._X: np.ndarray | None = None           # the last eigenvectors, the next start
+        #: The solve stage (:class:`~segapp.solve.GraphSolver`): no strokes in the pencil, so
+        #: its hierarchy, built on the first edit, serves every edit, and each solve starts
+        #: from the last eigenvectors.
+        self.solver = GraphSolver.of(graph)
 
     def _read_strokes(self, scribbles: np.ndarray, confidence: np.ndarray | None) -> Strokes:
         """The strokes only name the clusters: a confidence changes nothing (not read)."""
@@ -69,24 +70,13 @@ class NCut(GraphMethod):
         # k − 1 non-trivial vectors carry k clusters (the constant is projected out); a k-th
         # from the bulk of the spectrum scrambles the embedding (84.7% vs ≥ 98% on a test image).
         m = n_vectors(o["n_vectors"], k)
-        t = time.perf_counter()
         pencil = Pencil(g.laplacian, g.degrees)
-        rng = np.random.default_rng(o["seed"])
-        if self.amg is None:  # no strokes in the graph: one hierarchy serves every edit
-            cancel.progress("multigrid hierarchy (once per image)")
-            self.amg = amg_preconditioner(g.laplacian, g.degrees, theta=o["amg_theta"],
-                                          cancel=cancel)
-            timings["amg_setup"] = time.perf_counter() - t
-            t = time.perf_counter()   # "eigensolver" is the solve alone, as in FAST-GE
-        X0 = self._X if (self._X is not None and self._X.shape[1] == m) else \
-            random_start(self.amg, g.n, m, rng, cancel)
-        settings = SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
+        rng = np.random.default_rng(o["seed"])   # the random start's, then k-means'
+        settings = SolveSettings(theta=o["amg_theta"], maxiter=o["maxiter"], eig_tol=o["eig_tol"],
+                                 res_tol=o["res_tol"], warm_start=True,
                                  on_nonconvergence=o["on_nonconvergence"])
-        cancel.progress("eigenvectors")
-        lam, X, diag = solve(EigenProblem(pencil, m, start=X0, settings=settings), "lobpcg",
-                             cancel, preconditioner=self.amg)
-        self._X = X
-        timings["eigensolver"] = time.perf_counter() - t
+        lam, X, diag = self.solver.eigenpairs(
+            EigenProblem(pencil, m, settings=settings, random=rng), cancel, timings)
         t = time.perf_counter()
         U, _, V = embed(X, pencil)
         codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng, cancel=cancel)

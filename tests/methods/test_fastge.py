@@ -470,7 +470,7 @@ def test_an_edit_where_the_models_step_aside_keeps_the_other_solver_for_later():
     img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.03)
     method = FastGE.from_image(img)
     method.update(s)
-    first = method.harmonic
+    first = method.solver.harmonic
     assert first.shift > 0
     grey = s.copy()
     grey[:, 28:32] = 0
@@ -478,9 +478,9 @@ def test_an_edit_where_the_models_step_aside_keeps_the_other_solver_for_later():
     same[s == 2] = 0
     same[20, 10] = 2                        # label 2 now clicked on label 1's red
     method.update(same)
-    assert method.harmonic.shift == 0 and method.harmonic is not first
+    assert method.solver.harmonic.shift == 0 and method.solver.harmonic is not first
     method.update(s)
-    assert method.harmonic is first
+    assert method.solver.harmonic is first
 
 
 def test_a_new_appearance_weight_replaces_the_old_factor_instead_of_adding_one():
@@ -488,5 +488,5 @@ def test_a_new_appearance_weight_replaces_the_old_factor_instead_of_adding_one()
     method = FastGE.from_image(img)
     for a in (3.0, 1.0, 5.0, 0.0):
         method.update(s, appearance=a)
-        assert len(method._solvers) <= 2
-    assert sorted(shift for _, shift in method._solvers) == [0.0, 5.0 / method.graph.n]
+        assert len(method.solver._harmonic) <= 2
+    assert sorted(shift for _, shift in method.solver._harmonic) == [0.0, 5.0 / method.graph.n]
