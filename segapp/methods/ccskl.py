@@ -152,7 +152,7 @@ from ..options import SEED, Option, Settings, override, pick
 from ..partition import STROKE_AGREEMENT, anchored_kmeans, stroke_agreement
 from ..solve.pencil import Pencil
 from ..strokes.reading import Strokes
-from .base import Answer
+from ..result import Segmentation
 from .embedding import normalise_rows
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .graph_method import GRAPH_OPTIONS, GraphMethod
@@ -321,7 +321,7 @@ class CCSKL(GraphMethod):
         return self.solver.prepares_alongside()
 
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         """QP and k-means for the given strokes (the first call also computes the spectrum)."""
         g, o = self.graph, self.settings
         label_ids, sets = strokes.label_ids, strokes.sets
@@ -377,7 +377,9 @@ class CCSKL(GraphMethod):
         agreement, codes, E, beta, keep, A, b, extended, stroke_weight = best
         diag = CCSKLDiagnostics(self.spectrum.mu, beta, float(0.5 * beta @ A @ beta + b @ beta),
                                 self.spectrum.diagnostics, extended, stroke_weight)
-        return Answer(np.asarray(label_ids, np.int32)[codes], E, beta[keep], diag, agreement)
+        return Segmentation(np.asarray(label_ids, np.int32)[codes], label_ids, E, beta[keep],
+                            diagnostics=diag,
+                            stroke_agreement=dict(zip(label_ids, agreement.tolist())))
 
 
 @dataclass

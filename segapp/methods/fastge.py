@@ -51,7 +51,8 @@ from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvect
 from ..solve.pencil import Pencil
 from ..appearance import ColourPalette, fit_label_models, label_posteriors
 from ..appearance.locality import RADIUS, locality_weights
-from .base import Answer, n_vectors
+from ..result import Segmentation
+from .base import n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Default ``appearance``, γ·n (issue 31; the scan behind it in docs/quality.md).
@@ -171,7 +172,7 @@ class FastGE(GraphMethod):
 
     # -- one edit --------------------------------------------------------------------------
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         """Eigenpairs and partition for the given strokes on the graph built once.
 
         With ``appearance`` (and the harmonic eigensolver, hard strokes, an image) this is a
@@ -211,7 +212,9 @@ class FastGE(GraphMethod):
         sets, shape = cons.sets, g.shape
         # Computed when first read (0.02–0.16 s at 0.5 MP): an edit's answer does not wait.
         conf = lambda: rounding_confidence(codes, V, sets).reshape(shape)  # noqa: E731
-        return Answer(labels, V, np.asarray(lam), diag, agreement, conf)
+        ids = cons.label_ids
+        return Segmentation(labels, ids, V, np.asarray(lam), diagnostics=diag,
+                            stroke_agreement=dict(zip(ids, agreement.tolist())), confidence=conf)
 
     # -- appearance (issue 31) -------------------------------------------------------------
     def _appearance_rounds(self, cons: Constraints, soft: bool) -> int:

@@ -24,7 +24,7 @@ from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, Settings, override, pick
 from ..partition import embed, kmeans, match_labels
 from ..solve.pencil import Pencil
-from .base import Answer
+from ..result import Segmentation
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .base import n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod
@@ -63,7 +63,7 @@ class NCut(GraphMethod):
         return super()._read_strokes(scribbles, None)
 
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         g, o = self.graph, self.settings
         label_ids, sets = strokes.label_ids, strokes.sets
         k = strokes.k
@@ -87,4 +87,4 @@ class NCut(GraphMethod):
         # before they are set to it) and which labels it could not place; then the painted
         # pixels keep their label, as in every other method (issue 23: with 12–50 labels or
         # overlapping strokes, 2–12 per label were silently relabelled).
-        return Answer(labels, V, lam, diag)
+        return Segmentation(labels, label_ids, V, lam, diagnostics=diag)
