@@ -28,7 +28,6 @@ passed.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -126,10 +125,6 @@ class EigenProblem:
     prior_weight: float = 0.0
     start: np.ndarray | None = None
     random: np.random.Generator | None = None
-
-    def starting_from(self, start: np.ndarray) -> "EigenProblem":
-        """The same problem with LOBPCG's start block."""
-        return dataclasses.replace(self, start=start)
 
 
 class Eigenpairs(NamedTuple):
