@@ -142,15 +142,13 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import nnls
 
-from ..solve.amg import DEFAULT_THETA
 from ..cancel import NEVER, CancelToken
-from ..solve import EigenProblem, GraphSolver, SolveSettings
+from ..solve import (DEFAULT_THETA, EigenProblem, GraphSolver, Pencil, SolveSettings,
+                     SolverDiagnostics)
 from ..errors import InvalidInputError
 from ..graphs import Graph
-from ..solve.diagnostics import SolverDiagnostics
 from ..options import SEED, Option, Settings, override, pick
 from ..partition import STROKE_AGREEMENT, anchored_kmeans, stroke_agreement
-from ..solve.pencil import Pencil
 from ..strokes.reading import Strokes
 from ..result import Segmentation
 from .embedding import normalise_rows

@@ -36,9 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ..solve import (EIGENSOLVERS, EigenProblem, Eigenpairs, GraphSolver, SolveSettings,
-                     canonical_eigensolver)
-from ..solve.amg import DEFAULT_THETA
+from ..solve import (DEFAULT_THETA, EIGENSOLVERS, EigenProblem, Eigenpairs, GraphSolver, Pencil,
+                     SolveSettings, canonical_eigensolver)
 from .answer_memory import AnswerMemory, strokes_key
 from ..cancel import CancelToken
 from ..strokes.constraints import Constraints, build_constraints
@@ -48,7 +47,6 @@ from ..options import SEED, Option, Settings
 from ..partition.colour_model import strokes_differ_in_colour
 from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvectors,
                          rounding_confidence, stroke_agreement)
-from ..solve.pencil import Pencil
 from ..appearance import ColourPalette, fit_label_models, label_posteriors
 from ..appearance.locality import RADIUS, locality_weights
 from ..result import Segmentation

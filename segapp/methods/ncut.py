@@ -17,13 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..solve import EigenProblem, GraphSolver, SolveSettings
+from ..solve import EigenProblem, GraphSolver, Pencil, SolveSettings
 from ..cancel import CancelToken
 from ..strokes.reading import Strokes
 from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, Settings, override, pick
 from ..partition import embed, kmeans, match_labels
-from ..solve.pencil import Pencil
 from ..result import Segmentation
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .base import n_vectors

@@ -378,6 +378,6 @@ class GraphSolver:
         return random_start(M, n, nev, problem.random, cancel), False
 
 
-__all__ = ["ALIASES", "EIGENSOLVERS", "EigenProblem", "Eigenpairs", "Eigensolver",
-           "GraphSolver", "SolveSettings", "SolverDiagnostics", "canonical_eigensolver",
-           "choose_eigensolver", "random_start"]
+__all__ = ["ALIASES", "DEFAULT_THETA", "EIGENSOLVERS", "EigenProblem", "Eigenpairs",
+           "Eigensolver", "GraphSolver", "Pencil", "SolveSettings", "SolverDiagnostics",
+           "canonical_eigensolver", "choose_eigensolver", "random_start"]
