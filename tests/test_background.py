@@ -132,7 +132,7 @@ def test_cg_gives_way_to_the_first_factor_when_it_is_ready_first(monkeypatch):
     sess = segapp.Session(img, stable_refinement=False)
     sess.update(s)                                  # iterative; the factor follows
     sess.wait_prepared()
-    sess._method.harmonic.direct.reset()            # as if the first factor were not made
+    sess._method.solver.harmonic.direct.reset()     # as if the first factor were not made
     factor = HeldFactor(monkeypatch, cancellable=False)
     original = HarmonicSolver._iterative_potentials
     cg = {"started": threading.Event(), "ran to its end": False}
@@ -148,7 +148,7 @@ def test_cg_gives_way_to_the_first_factor_when_it_is_ready_first(monkeypatch):
         return original(self, fixed, b, ids, tol, maxiter, reuse, token, timings)
 
     monkeypatch.setattr(HarmonicSolver, "_iterative_potentials", endless_cg)
-    harmonic = sess._method.harmonic
+    harmonic = sess._method.solver.harmonic
     th = threading.Thread(target=harmonic.prepare)  # the background factor, held
     th.start()
     assert factor.entered.wait(60), "the background factorization did not start"
