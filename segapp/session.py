@@ -129,8 +129,7 @@ class Session:
         on a copy of about :data:`PREVIEW_PIXELS` pixels (built on the first such call and
         kept), its labels brought to full resolution with every painted pixel keeping its
         label, ``preview=True`` and no eigenvectors (shape ``(H, W, 0)``). It runs in the
-        caller's thread while the full solve runs in another (since issue 28; before, it ran
-        first), so a viewer can show something within a fraction of a second on a
+        caller's thread while the full solve runs in another, so a viewer can show something within a fraction of a second on a
         12-megapixel photo and replace it when the full result comes back.
 
         ``refine`` (default True): an answer of a working copy smaller than the image has its

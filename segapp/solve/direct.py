@@ -81,9 +81,6 @@ REACH_BYTES_PER_PIXEL = 64
 #: 44K to 1.1M px, growing like log n) and while the symbolic analysis says the factor fits
 #: :data:`MAX_FACTOR_BYTES`; beyond either, the iterative solver (0.9 KB/px) serves.
 MAX_FACTORED_PIXELS = 4_000_000
-#: The old name, read by solve/harmonic.py until its owner renames its two uses (issue 29
-#: item 5: ``max_pixels`` is the working size option, :data:`segapp.options.MAX_PIXELS`).
-MAX_PIXELS = MAX_FACTORED_PIXELS
 MAX_FACTOR_BYTES = 3 * 2**30
 #: With ``linear_solver="auto"``, images up to this size *per free core*
 #: (:func:`cold_pixels`) are factored for their first solve too (on one core a factor costs

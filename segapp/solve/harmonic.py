@@ -28,8 +28,8 @@ This turns the eigenproblem into k − 1 linear solves with the *image's* Laplac
 clique in the matrix. Two ways to do them:
 
 * **direct** (:mod:`segapp.solve.direct`, when CHOLMOD is installed and the factor fits
-  :data:`segapp.solve.direct.MAX_PIXELS`): the Dirichlet matrix factored once per image for a base
-  stroke set, every edit solved exactly from that factor by a low-rank (Woodbury) update, and
+  :data:`segapp.solve.direct.MAX_FACTORED_PIXELS`): the Dirichlet matrix factored once per
+  image for a base stroke set, every edit solved exactly from that factor by a low-rank (Woodbury) update, and
   the factor brought to the new strokes in the background (:meth:`HarmonicSolver.prepare`)
   while the person looks at the answer;
 * **iterative**: block CG preconditioned by one smoothed-aggregation V-cycle (12–13 CG steps
@@ -292,8 +292,8 @@ class HarmonicSolver:
         self.direct: direct.DirichletFactor | None = None
         self.direct_unavailable: str | None = (
             "not an image graph" if grid is None else
-            f"more than {direct.MAX_PIXELS} pixels" if self.L.shape[0] > direct.MAX_PIXELS
-            else None)
+            f"more than {direct.MAX_FACTORED_PIXELS} pixels"
+            if self.L.shape[0] > direct.MAX_FACTORED_PIXELS else None)
         self._next: np.ndarray | None = None     # the painted mask prepare() factors for
         self._mode = "auto"                      # the last solve's linear_solver
         self._building = threading.Lock()        # prepare() and a solve may both build it
