@@ -261,18 +261,19 @@ class FolderWork(Opening):
         project, image = self.project, Path(self.state.image_path)
         model, key = self.state.strokes, self.state.stroke_key()
         if (image.name in project.done or image.name in self._dismissed
-                or len(self.state.history.label_ids_present()) >= 2
-                or not project.appearance_path.is_file()):
+                or len(self.state.history.label_ids_present()) >= 2):
             return
         pixels, scribbles = self.state.image, model.scribbles.copy()
 
         def work(step: Any) -> Any:
             from ...appearance.carry import suggest
 
-            return suggest(pixels, project.read_appearance(), scribbles)
+            # read here, in turn after what a finished image taught (the same runner)
+            learnt = project.read_appearance()
+            return suggest(pixels, learnt, scribbles) if learnt.images else None
 
         def done(s: Any) -> None:
-            if (self.project is not project or self.state.strokes is not model
+            if (s is None or self.project is not project or self.state.strokes is not model
                     or self.state.stroke_key() != key or image.name in self._dismissed):
                 return  # another image, other strokes: a newer suggestion is on its way
             self.state.shown = Shown(("suggestion", image.name, key),
