@@ -138,7 +138,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     # Issue 32 item 6: what a folder's finished images taught (segapp.appearance.carry).
     Option("carry", str, "", "a folder's learnt appearance (segapp-appearance JSON, "
            "FOLDER/segapp/appearance.json): the colour models' first round also learns from "
-           "the answer its models suggest for the labels painted here; '' = none", "solve"),
+           "the answer its models suggest for the labels painted here; '' = none", "solve",
+           file=True),
     SEED,
 )
 

@@ -240,7 +240,7 @@ def test_fastge_refuses_a_carry_file_it_cannot_read(tmp_path):
     img = paint(halves(), {1: RED, 2: BLUE})
     strokes = np.zeros((H, W), np.int32)
     strokes[5, 5], strokes[5, 60] = 1, 2
-    with pytest.raises(InvalidInputError, match="carry: cannot read"):
+    with pytest.raises(InvalidInputError, match="carry must be the path of an existing file"):
         segapp.segment(img, strokes, carry=str(tmp_path / "none.json"))
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
