@@ -55,6 +55,7 @@ GRABCUT_COUNT = 1
 #: How a carried suggestion is refined by strokes (the ``--refine`` choices).
 REFINES = {"rounds": "carry: the suggestion, else one stroke per region and FAST-GE seeded "
                      "by the folder's models",
+           "accept": "carry: the suggestion, else one stroke per region and FAST-GE alone",
            "cover": "carry: suggestion refined by strokes, FAST-GE once every label shown "
                     "is painted",
            "suggest": "carry: suggestion refined by strokes (random walker with the folder's "
@@ -103,14 +104,14 @@ def annotate(sample: Sample, max_strokes: int, carry: Path | None, smoothing: fl
 
     robot = Robot(seed=0)
     scribbles = np.zeros(sample.gt.shape, np.int32)
-    options = {"carry": str(carry)} if carry is not None else {}
+    options = {"carry": str(carry)} if carry is not None and refine != "accept" else {}
     session = segapp.Session(sample.image, method="fastge", **options)
     ious: list[float] = []
     if carry is not None:
         pred = suggest(sample.image, learnt, smoothing=smoothing).labels
         ious.append(sample.score(pred))
         n = 0
-    if carry is not None and refine == "rounds" and ious[-1] < THRESHOLDS[-1]:
+    if carry is not None and refine in ("rounds", "accept") and ious[-1] < THRESHOLDS[-1]:
         # not good enough to accept: paint as on any image, FAST-GE seeded by the folder
         for s in robot.first_round(sample.gt, sample.valid):
             scribbles = paint(scribbles, s)
@@ -132,7 +133,7 @@ def annotate(sample: Sample, max_strokes: int, carry: Path | None, smoothing: fl
         n += 1
         painted = set(np.unique(scribbles[scribbles > 0]).tolist())
         shown = set(np.unique(pred[pred > 0]).tolist())
-        if refine != "rounds" and (refine == "suggest" or len(painted) < 2
+        if refine not in ("rounds", "accept") and (refine == "suggest" or len(painted) < 2
                                    or (refine == "cover" and shown - painted)):
             pred = suggest(sample.image, learnt, scribbles, smoothing=smoothing).labels
         else:

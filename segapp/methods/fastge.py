@@ -59,6 +59,9 @@ from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Default ``appearance``, γ·n (issue 31; the scan behind it in docs/quality.md).
 APPEARANCE = 3.0
+#: The share of the carried suggestion in a label's first colour model (``carry``; the
+#: painted pixels make the rest): benchmarks/carry.py, CHANGELOG.md.
+CARRY_SHARE = 0.25
 #: Default ``appearance_rounds``.
 APPEARANCE_ROUNDS = 1
 
@@ -321,7 +324,9 @@ class FastGE(GraphMethod):
             A = pal.bin_weights(given, k)
         elif self.settings["carry"]:
             # the folder's suggestion among the labels painted here, as a soft first answer
+            # that makes CARRY_SHARE of each label's model (the painted pixels the rest)
             A = pal.bin_sums(self._carried_posteriors(cons) * (painted < 0)[:, None])
+            A *= (CARRY_SHARE / (1.0 - CARRY_SHARE)) * W.sum(0) / np.maximum(A.sum(0), 1e-12)
         elif self.settings["locality"]:
             near = locality_weights(self.graph.shape, cons.sets, self.settings["locality"])
             near[painted >= 0] = 0.0

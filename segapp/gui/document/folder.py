@@ -202,16 +202,19 @@ class FolderWork(Opening):
         self._save_state()
         self._learn(image, shown.labels, self.state.strokes.scribbles.copy())
         self.projectChanged.emit()
-        counts = project.counts()
-        if not go_on:
-            return True
+        return self._go_on(image) if go_on else True
+
+    def _go_on(self, image: Path) -> bool:
+        """``image`` is done: open the next image not done (or say that all are)."""
+        project = self.project
         order = project.images[project.index(image) + 1:] + project.images
         nxt = next((p for p in order if p.name not in project.done), None)
         if nxt is None:
             self.info.emit(f"All {len(project.images)} images are done: File ▸ Export ▸ "
                            "Dataset of the Folder writes the training set")
             return True
-        self.info.emit(f"{image.name} done ({counts['done']} of {len(project.images)})")
+        self.info.emit(f"{image.name} done ({project.counts()['done']} of "
+                       f"{len(project.images)})")
         return self.open_in_folder(nxt, ask=False)
 
     def set_done(self, image: Path, done: bool) -> None:
@@ -316,15 +319,7 @@ class FolderWork(Opening):
         self._save_state()
         self._learn(image, labels, scribbles)
         self.projectChanged.emit()
-        if not go_on:
-            return True
-        order = project.images[project.index(image) + 1:] + project.images
-        nxt = next((p for p in order if p.name not in project.done), None)
-        if nxt is None:
-            self.info.emit(f"All {len(project.images)} images are done: File ▸ Export ▸ "
-                           "Dataset of the Folder writes the training set")
-            return True
-        return self.open_in_folder(nxt, ask=False)
+        return self._go_on(image) if go_on else True
 
     def dismiss_suggestion(self) -> None:
         """Hide the suggestion of the image on screen (until the folder is opened again)."""
