@@ -22,7 +22,7 @@ carry: the suggestion, before any stroke; without: after the first round), avera
 folders, per frame position; a last part compares random_walker's strokes on image 1.
 
 Run (default: 2 BSDS-dev photos with 3 and 4 regions and 1 GrabCut-dev photo, 4 frames
-each, ``--refine rounds``; about 5 minutes on an idle 2-core machine)::
+each, ``--refine accept rounds``; 5.5 minutes at load average 9–12 on 2 cores)::
 
     python benchmarks/carry.py
     python benchmarks/carry.py --refine rounds fastge cover   # how strokes refine it
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grabcut", type=int, default=GRABCUT_COUNT, help="GrabCut-dev photos")
     ap.add_argument("--smoothing", type=float, nargs="+", default=None,
                     help="the suggestion's smoothing (1/γ); several: a scan")
-    ap.add_argument("--refine", nargs="+", default=["rounds"], choices=tuple(REFINES),
+    ap.add_argument("--refine", nargs="+", default=["accept", "rounds"], choices=tuple(REFINES),
                     help="how strokes refine the suggestion (several: compared)")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)

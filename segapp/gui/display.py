@@ -114,14 +114,14 @@ class Display(QObject):
                  + (" (one label so far)" if n == 1 else ""))
             return
         self.tag = self.worker.tag(self.state.stroke_key(), self.state.method,
-                                   self.state.request_options())
+                                   self.state.option_dict())
         if self.state.shown is not None and self.state.shown.tag == self.tag:
             # back to what is on screen (scpc, then fastge again): nothing else is wanted
             # now, so the solve that was started for the other request stops
             self.worker.cancel()
             return
         self.worker.request(model.scribbles, self.state.stroke_key(), self.state.method,
-                            self.state.request_options(), debounce=debounce)
+                            self.state.option_dict(), debounce=debounce)
 
     # -- results ---------------------------------------------------------------------------
     def _on_result(self, tag: Any, result: Result, cached: bool) -> None:

@@ -146,9 +146,6 @@ class AppState:
         #: loader (opaque here: a :class:`segapp.gui.loader.View`), or None (the canvas then
         #: makes them from :attr:`image` and :attr:`strokes`).
         self.view: Any = None
-        #: Solve options that belong to the image, not to the method's settings (never saved
-        #: with them): a folder's ``carry`` file (:mod:`segapp.gui.document.folder`).
-        self.image_options: dict[str, Any] = {}
 
     def watch(self, callback: Callable[[], Any], *fields: str) -> None:
         """Call ``callback()`` (no argument) whenever one of ``fields`` changes."""
@@ -180,15 +177,6 @@ class AppState:
 
     def option_dict(self) -> dict[str, Any]:
         return dict(self.options)
-
-    def request_options(self) -> dict[str, Any]:
-        """The options a solve is asked with: the settings' and the image's own
-        (:attr:`image_options`) where the method has them."""
-        from ..methods import option_names
-
-        own = option_names(self.method)
-        return {**self.option_dict(),
-                **{k: v for k, v in self.image_options.items() if k in own}}
 
     # -- painting --------------------------------------------------------------------------
     def paint_label(self) -> int:
