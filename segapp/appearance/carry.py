@@ -45,8 +45,9 @@ smoothed probability (rows sum to 1); the suggestion is ``argmax_a X_a`` and its
 ``benchmarks/carry.py`` (CHANGELOG.md). Labels with no model are never suggested; a painted
 label always keeps its painted pixels.
 
-The solve is conjugate gradients preconditioned by one smoothed-aggregation AMG hierarchy
-(PyAMG) shared by the k columns: ``L + γD`` is a diagonally dominant M-matrix.
+The solve is conjugate gradients with a Jacobi preconditioner: ``L + γD`` is diagonally
+dominant, the preconditioned matrix's condition number at most ``(2 + γ)/γ``, so a column
+needs O(√smoothing) sparse products (17 at 0.24 MP for smoothing 10).
 
 Files
 -----
@@ -66,6 +67,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy import ndimage as ndi
+from scipy.sparse.linalg import LinearOperator, cg
 
 from ..errors import InvalidInputError
 from .mixture import Mixture
@@ -333,13 +335,12 @@ def _random_walker_with_priors(L: sp.csr_matrix, d: np.ndarray, P: np.ndarray,
     rhs = gamma * d[free, None] * P[free]
     if fixed.any():
         rhs -= A[free][:, np.flatnonzero(fixed)] @ X[fixed]
-    # one smoothed-aggregation hierarchy (PyAMG) for the k columns: the matrix is an M-matrix
-    # close to a graph Laplacian, AMG's home ground
-    from pyamg import smoothed_aggregation_solver
-
-    ml = smoothed_aggregation_solver(Auu, symmetry="symmetric", max_coarse=500)
+    # Jacobi-preconditioned CG: with γ = 0.1 (smoothing 10) 17 steps at 0.24 MP, 0.35 s a
+    # column, where PyAMG's smoothed aggregation took 1.4 s to set up and 1.7 s to solve
+    inv = 1.0 / Auu.diagonal()
+    M = LinearOperator(Auu.shape, matvec=lambda v: inv * v.ravel(), dtype=np.float64)
     for a in range(k):
-        X[free, a] = ml.solve(rhs[:, a], x0=P[free, a], tol=CG_TOL, accel="cg", maxiter=100)
+        X[free, a], _ = cg(Auu, rhs[:, a], x0=P[free, a], rtol=CG_TOL, maxiter=300, M=M)
     np.clip(X, 0.0, 1.0, out=X)
     X /= np.maximum(X.sum(1, keepdims=True), 1e-12)
     return X
