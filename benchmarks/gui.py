@@ -11,7 +11,8 @@ platform unless ``QT_QPA_PLATFORM`` says otherwise) then
 2. imports the scribbles (File > Import Scribbles): the first solve, session set-up included,
 3. paints one more stroke of label 1 with the mouse (press, 10 moves, release): a re-solve,
 4. fills the largest region of the segmentation with label 1 (**G**, click), undoes the fill
-   (Ctrl+Z), redoes it (Ctrl+Shift+Z), clears all strokes (Ctrl+Delete) and undoes that.
+   (Ctrl+Z), redoes it (Ctrl+Shift+Z), clears all strokes (Ctrl+Delete) and undoes that,
+5. saves the session and exports all files (Export All).
 
 For each step it prints when the status bar first said "preview", when the preview overlay
 was on screen, when the full result's status came and when its overlay was on screen
@@ -445,6 +446,23 @@ def big_photo(app: Any, tmp: Path, args: argparse.Namespace) -> None:
     edit_step("redo the fill (Ctrl+Shift+Z)", keys(Qt.Key.Key_Z, ctrl | shift))
     edit_step("clear all strokes (Ctrl+Delete)", keys(Qt.Key.Key_Delete, ctrl))
     edit_step("undo the clear (Ctrl+Z)", keys(Qt.Key.Key_Z, ctrl))
+    idle()
+
+    # Writing files, in the background: the window's pauses while a session is saved and
+    # while Export All writes every file (the GUI tests check where that work runs)
+    from segapp.gui.files import EXPORT_KINDS
+
+    reports: list[Any] = []
+    win.document.exporter.finished.connect(reports.append)
+    step("save the session (Ctrl+S)",
+         lambda: win.document.save_session(tmp / "saved.segapp.json"),
+         lambda: not win.document.dirty)
+    (tmp / "export").mkdir(exist_ok=True)
+    step("export all (Ctrl+E)",
+         lambda: win.document.export_to(tmp / "export" / "big.png", EXPORT_KINDS),
+         lambda: bool(reports))
+    if reports:
+        print(f"  {reports[0].message()}")
     idle()
     reopen(app, win, tmp, args.timeout)
     win.choose = lambda *a: "Discard"

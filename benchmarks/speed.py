@@ -31,8 +31,9 @@ CHOLMOD library (``--cholmod``: ``system``, ``pip`` — the one CVXOPT's wheel b
 ``bash .ci/fetch-cholmod5 /tmp/c5``), each in its own process (``SEGAPP_CHOLMOD``: a process
 loads one library) with random_walker interleaved again there; the iterative rows come from
 the first. Then the time to the answer on a 12 MP photo as the app gets it (``Session`` with
-its default 0.5 MP working copy): the first answer, and the full answer after one added
-stroke.
+its default 0.5 MP working copy): the first answer as the app shows it (the working copy's,
+``refine=False``), the time to solve its edges again at full resolution after it
+(``Session.refine``), and the working copy's answer after one added stroke.
 
 Run ``python benchmarks/speed.py --repeat 2`` (about 8 minutes on 2 cores per library);
 ``--quick`` for 44K only. Absolute times on a shared machine are noisy: compare the ratios of
@@ -233,17 +234,24 @@ def first_result(image: np.ndarray, scribbles: np.ndarray, pixels: int, peer: bo
     build = time.perf_counter() - t
     got: dict = {}
     t = time.perf_counter()
-    full = sess.update(s, preview=lambda r: got.setdefault("t", time.perf_counter() - t))
+    # As the app: the working copy's answer is shown, then its edges are solved again at
+    # full resolution (Session.refine) while the person looks at it.
+    full = sess.update(s, preview=lambda r: got.setdefault("t", time.perf_counter() - t),
+                       refine=False)
     row = dict(n=s.size, build=build, preview=got.get("t", float("nan")),
                full=time.perf_counter() - t, working=int(np.prod(sess.working_shape)),
                iters=full.diagnostics.iterations)
+    t = time.perf_counter()
+    sess.refine(full, s)
+    row["edges"] = time.perf_counter() - t
     t = time.perf_counter()
     sess.wait_prepared()
     row["bg"] = time.perf_counter() - t
     s2 = extra_stroke(s)
     got.clear()
     t = time.perf_counter()
-    edit = sess.update(s2, preview=lambda r: got.setdefault("t", time.perf_counter() - t))
+    edit = sess.update(s2, preview=lambda r: got.setdefault("t", time.perf_counter() - t),
+                       refine=False)
     row["edit"] = time.perf_counter() - t
     row["edit_preview"] = got.get("t", float("nan"))
     row["edit_how"] = edit.diagnostics.reason
@@ -309,7 +317,8 @@ def first_result_table(r: dict) -> str:
           f"(preview / rw = {r['preview'] / r['rw']:.2f}x)" if "rw" in r else "")
     return (f"first result on {r['n'] / 1e6:.0f} MP (working resolution {r['working']} px): "
             f"preview after {r['preview']:.2f} s, full result after {r['full']:.2f} s "
-            f"({r['iters']} it); session build {r['build']:.2f} s{rw}; background work "
+            f"({r['iters']} it), its edges at full resolution {r['edges']:.2f} s more; "
+            f"session build {r['build']:.2f} s{rw}; background work "
             f"{r['bg']:.2f} s; after one added stroke: full result after {r['edit']:.2f} s "
             f"(preview {r['edit_preview']:.2f} s; {r['edit_how']})")
 

@@ -124,9 +124,10 @@ class Display(QObject):
                             self.state.option_dict(), debounce=debounce)
 
     # -- results ---------------------------------------------------------------------------
+    # The worker reports only its newest request (segapp.gui.jobs: newest wins), and that is
+    # always the strokes on screen: request() asks for self.tag or cancels. So what arrives
+    # here is for self.tag, and no second check is needed.
     def _on_result(self, tag: Any, result: Result, cached: bool) -> None:
-        if tag != self.tag:
-            return  # for strokes or options that have changed since: a newer one is coming
         self.state.shown = Shown(tag, result, cached=cached)
         heat = self.state.heatmap
         if heat >= result.n_vectors:
@@ -145,21 +146,18 @@ class Display(QObject):
         emit(self.progress, None, -1.0)
 
     def _on_preview(self, tag: Any, result: Result) -> None:
-        if tag == self.tag and (self.state.shown is None or self.state.shown.tag != tag):
+        if self.state.shown is None or self.state.shown.tag != tag:
             self.state.shown = Shown(tag, result)
             emit(self.details, words.result_details(result.segmentation))
             emit(self.status, f"Coarse preview (hatched) after {result.seconds:.2f} s, the "
                               "answer follows…")
 
-    def _on_failed(self, tag: Any, message: str) -> None:
-        if tag == self.tag:
-            self._status = "Segmentation failed"
-            emit(self.status, self._status)
-            emit(self.message, f"error: Segmentation failed: {message}")
+    def _on_failed(self, _tag: Any, message: str) -> None:
+        self._status = "Segmentation failed"
+        emit(self.status, self._status)
+        emit(self.message, f"error: Segmentation failed: {message}")
 
-    def _on_progress(self, tag: Any, progress: Any) -> None:
-        if tag != self.tag:
-            return
+    def _on_progress(self, _tag: Any, progress: Any) -> None:
         self._progress = (progress, time.perf_counter())
         self._tick()
         self._ticker.start()

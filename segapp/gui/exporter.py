@@ -2,7 +2,7 @@
 
 An export of a 12-megapixel image (overlay, masks, heat maps) takes tens of seconds of numpy
 and PNG work. :class:`Exporter` runs a planned export (:func:`segapp.gui.files.plan_export`)
-on its own one-thread pool: each file is computed and written atomically
+as a job of its own :class:`~segapp.gui.jobs.JobRunner`: each file is computed and written atomically
 (:func:`segapp.io.write_png_atomic`), ``progress`` is reported per file and cancellation is
 checked between the drawing and the writing of each one (a cancelled or failed file leaves no
 temporary file: the atomic write removes it). ``finished`` names the files written and the
@@ -11,21 +11,17 @@ ones that were not.
 
 from __future__ import annotations
 
-import logging
-import threading
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, Signal
 
 from .. import io
-from ..errors import SegappError
+from ..errors import Cancelled
 from .files import ExportItem
+from .jobs import Job, JobRunner, failure_message
 from .qtcompat import emit
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -52,50 +48,32 @@ class ExportReport:
         return text
 
 
-class _Signals(QObject):
-    progress = Signal(int, int, str)  # files done, files planned, what is being written
-    finished = Signal(object)  # ExportReport
-
-
-class _ExportJob(QRunnable):
-    def __init__(self, items: list[ExportItem], cancel: threading.Event, signals: _Signals,
-                 on_written: Callable[[Path], None]) -> None:
-        super().__init__()
-        self.items, self.cancel, self.signals, self.on_written = items, cancel, signals, on_written
-
-    def run(self) -> None:
-        report = ExportReport()
-        n = len(self.items)
-        for i, item in enumerate(self.items):
-            if self.cancel.is_set():
-                report.cancelled = True
-                break
-            emit(self.signals.progress, i, n, item.what)
-            try:
-                pixels = item.make()
-                if self.cancel.is_set():
-                    report.cancelled = True
-                    break
-                io.write_png_atomic(item.path, pixels, overwrite=True)
-            except (SegappError, OSError) as exc:
-                report.error = str(exc)
-                break
-            except MemoryError:
-                report.error = f"not enough memory for {item.what}"
-                break
-            except Exception as exc:  # a bug: say so, log the traceback
-                log.error("export failed:\n%s", traceback.format_exc())
-                report.error = f"internal error ({type(exc).__name__}: {exc})"
-                break
-            report.written.append(item.path)
-            self.on_written(item.path)
-        report.missing = [it.path for it in self.items if it.path not in report.written]
-        emit(self.signals.progress, len(report.written), n, "")
-        emit(self.signals.finished, report)
+def write_export(items: list[ExportItem], job: Job,
+                 on_written: Callable[[Path], None]) -> ExportReport:
+    """Worker thread: compute and write each of ``items`` atomically, in turn, until one fails
+    or the job is stopped (checked before each file is drawn and before it is written)."""
+    report = ExportReport()
+    for i, item in enumerate(items):
+        try:
+            job.token.progress(item.what, i, len(items))  # raises Cancelled once stopped
+            pixels = item.make()
+            job.token.check()
+            io.write_png_atomic(item.path, pixels, overwrite=True)
+        except Cancelled:
+            report.cancelled = True
+            break
+        except Exception as exc:  # noqa: BLE001 - the report says which file and why
+            report.error = failure_message(exc, memory=f"not enough memory for {item.what}")
+            break
+        report.written.append(item.path)
+        on_written(item.path)
+    report.missing = [it.path for it in items if it.path not in report.written]
+    return report
 
 
 class Exporter(QObject):
-    """Runs one export at a time in the background.
+    """Runs one export at a time in the background (a :class:`~segapp.gui.jobs.JobRunner`
+    job that is stopped, never cancelled: its report always comes).
 
     Signals
     -------
@@ -108,29 +86,33 @@ class Exporter(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
-        self._signals = _Signals(self)
-        self._signals.progress.connect(self.progress)
-        self._signals.finished.connect(self._on_finished)
-        self._cancel = threading.Event()
-        self.running = False
+        self.jobs = JobRunner(self)
+        self._job: Job | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.jobs.running
 
     def start(self, items: list[ExportItem],
               on_written: Callable[[Path], None] = lambda _p: None) -> None:
         """Write ``items``; ``on_written(path)`` is called from the export thread per file."""
         if self.running:
             raise RuntimeError("an export is running")
-        self.running = True
-        self._cancel = threading.Event()
-        self._pool.start(_ExportJob(list(items), self._cancel, self._signals, on_written))
+        items, n = list(items), len(items)
+
+        def finished(report: ExportReport) -> None:
+            emit(self.progress, len(report.written), n, "")
+            emit(self.finished, report)
+
+        self._job = self.jobs.submit(
+            "export", lambda job: write_export(items, job, on_written), done=finished,
+            progress=lambda what, i, _n, _s: emit(self.progress, int(i), n, what),
+            what="exporting")
 
     def cancel(self) -> None:
-        self._cancel.set()
+        """Stop after the file being written; the report lists the files not written."""
+        if self._job is not None:
+            self._job.stop()
 
     def wait_idle(self, msecs: int = 30000) -> bool:
-        return self._pool.waitForDone(msecs)
-
-    def _on_finished(self, report: ExportReport) -> None:
-        self.running = False
-        emit(self.finished, report)
+        return self.jobs.wait_idle(msecs)

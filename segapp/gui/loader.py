@@ -3,7 +3,7 @@ at a time, with progress and cancellation.
 
 Opening a 12-megapixel photo is about 2 s of work (decoding, conversion to float, the 8-bit
 display copy): on the GUI thread that froze the window. :class:`Loader` runs a *work*
-function on its own one-thread pool; the work reports its steps through ``step(i, n, text)``,
+function as a job of its own :class:`~segapp.gui.jobs.JobRunner`; the work reports its steps through ``step(i, n, text)``,
 which also raises :class:`~segapp.errors.Cancelled` once the load was cancelled, so a
 cancelled load stops at its next step. Its result reaches the GUI thread through a queued
 signal and is handed to the ``done`` callback of the load that asked for it; a load that was
@@ -17,29 +17,24 @@ canvas draws without conversion). QImage, unlike QPixmap, may be made outside th
 
 from __future__ import annotations
 
-import logging
-import threading
-import traceback
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from PySide6.QtCore import QEventLoop, QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QImage
 
 from .. import io
 from ..io import render
 from ..editing import AnnotationModel, Label, LabelSchema
-from ..errors import Cancelled, InvalidInputError, SegappError
+from ..errors import InvalidInputError, SegappError
 from .document.opening import Loaded, TooLarge
 from .files import SessionData
 from .files import load_session as read_session
+from .jobs import Job, JobRunner
 from .qimage import RGBABuffer, label_lut
 from .qtcompat import emit
-
-log = logging.getLogger(__name__)
 
 #: ``step(i, n, text)``: the work is at step ``i`` of ``n``; raises Cancelled once cancelled.
 Step = Callable[[int, int, str], None]
@@ -144,51 +139,9 @@ def _prepare(path: Path, image: np.ndarray, step: Step, scribbles: np.ndarray | 
     return Loaded(Path(path), image, model, make_view(image, model))
 
 
-class _Signals(QObject):
-    progress = Signal(int, int, int, str)  # ticket, step, steps, text
-    finished = Signal(int, object, str)  # ticket, result, error ("" when it succeeded)
-
-
-class _LoadJob(QRunnable):
-    def __init__(self, ticket: int, work: Callable[[Step], Any], cancel: threading.Event,
-                 signals: _Signals) -> None:
-        super().__init__()
-        self.ticket, self.work, self.cancel, self.signals = ticket, work, cancel, signals
-
-    def step(self, i: int, n: int, text: str) -> None:
-        if self.cancel.is_set():
-            raise Cancelled("load cancelled")
-        emit(self.signals.progress, self.ticket, i, n, text)
-
-    def run(self) -> None:
-        try:
-            result = self.work(self.step)
-        except Cancelled:
-            return  # the GUI side has forgotten this load already
-        except (SegappError, OSError, ValueError) as exc:
-            emit(self.signals.finished, self.ticket, None, str(exc) or type(exc).__name__)
-        except MemoryError:
-            emit(self.signals.finished, self.ticket, None, "not enough memory")
-        except Exception as exc:  # a bug: say so, log the traceback
-            log.error("loading failed:\n%s", traceback.format_exc())
-            emit(self.signals.finished, self.ticket, None,
-                 f"internal error ({type(exc).__name__}: {exc})")
-        else:
-            emit(self.signals.finished, self.ticket, result, "")
-
-
-@dataclass
-class _Pending:
-    ticket: int
-    what: str
-    done: Callable[[Any], None]
-    failed: Callable[[str], None]
-    cancelled: Callable[[], None]
-    event: threading.Event
-
-
 class Loader(QObject):
-    """Runs jobs one at a time in the background, in the order they were started.
+    """Runs jobs one at a time in the background, in the order they were started (a
+    :class:`~segapp.gui.jobs.JobRunner` whose work reports its steps through ``step``).
 
     With ``supersede`` (opening files) a new job cancels the ones not finished; without it
     (saving, edits) jobs queue up: each starts once the one before has finished *and* its
@@ -203,27 +156,21 @@ class Loader(QObject):
     """
 
     progress = Signal(int, int, str)
-    idle = Signal()
 
     def __init__(self, parent: QObject | None = None, supersede: bool = True) -> None:
         super().__init__(parent)
         self.supersede = supersede
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
-        self._signals = _Signals(self)
-        self._signals.progress.connect(self._on_progress)
-        self._signals.finished.connect(self._on_finished)
-        self._tickets = 0
-        self._pending: dict[int, _Pending] = {}  # by ticket, oldest first
-        self._queued: deque[_LoadJob] = deque()  # without supersede: started in turn
+        self.jobs = JobRunner(self)
+        self.idle = self.jobs.idle
 
     @property
     def running(self) -> bool:
-        return bool(self._pending)
+        return self.jobs.running
 
     @property
     def what(self) -> str:
-        return next(reversed(self._pending.values())).what if self._pending else ""
+        live = self.jobs.live()
+        return live[-1].what if live else ""
 
     def start(self, what: str, work: Callable[[Step], Any], done: Callable[[Any], None],
               failed: Callable[[str], None], cancelled: Callable[[], None] = lambda: None,
@@ -233,72 +180,32 @@ class Loader(QObject):
         ``supersede``, a newer job comes first. ``what`` names the job for the user (e.g.
         "Opening photo.jpg"). With ``first`` (a job started again from its own callback)
         it runs before the jobs waiting."""
-        if self.supersede:
-            self.cancel()
-        self._tickets += 1
-        event = threading.Event()
-        pending = _Pending(self._tickets, what, done, failed, cancelled, event)
-        if first:
-            self._pending = {pending.ticket: pending, **self._pending}
-        else:
-            self._pending[pending.ticket] = pending
+        def ended(callback: Callable[..., None]) -> Callable[..., None]:
+            def call(*args: Any) -> None:
+                if not self.jobs.running:
+                    emit(self.progress, 0, 0, "")
+                callback(*args)
+            return call
+
+        def steps(job: Job) -> Any:
+            return work(lambda i, n, text: job.token.progress(text, i, n))
+
+        self.jobs.submit("load", steps, done=ended(done), failed=ended(failed),
+                         cancelled=ended(cancelled), what=what, supersede=self.supersede,
+                         first=first, expected=(SegappError, OSError, ValueError),
+                         progress=lambda text, i, n, _s: emit(self.progress, int(i), int(n),
+                                                              text))
         emit(self.progress, 0, 1, what)
-        job = _LoadJob(self._tickets, work, event, self._signals)
-        if self.supersede:
-            self._pool.start(job)
-            return
-        if first:
-            self._queued.appendleft(job)
-        else:
-            self._queued.append(job)
-        if len(self._pending) == len(self._queued):  # none in the worker: this one goes now
-            self._pool.start(self._queued.popleft())
 
     def cancel(self) -> None:
         """Cancel the jobs not finished (their ``cancelled`` callbacks run now)."""
-        pending, self._pending = list(self._pending.values()), {}
-        self._queued.clear()
-        if not pending:
-            return
-        emit(self.progress, 0, 0, "")
-        for job in pending:
-            job.event.set()
-            job.cancelled()
-        emit(self.idle)
+        self.jobs.cancel()
 
     def wait_loaded(self, msecs: int = 120_000) -> bool:
         """Run the event loop until no job is left (scripts, tests, a save the user waits
         for); False on timeout."""
-        if not self._pending:
-            return True
-        loop = QEventLoop()
-        self.idle.connect(loop.quit)
-        QTimer.singleShot(msecs, loop.quit)
-        loop.exec()
-        self.idle.disconnect(loop.quit)
-        return not self._pending
+        return self.jobs.wait_done(msecs)
 
     def wait_idle(self, msecs: int = 30_000) -> bool:
         """Block until the worker thread is idle (shutdown)."""
-        return self._pool.waitForDone(msecs)
-
-    def _on_progress(self, ticket: int, i: int, n: int, text: str) -> None:
-        if ticket in self._pending:
-            emit(self.progress, i, n, text)
-
-    def _on_finished(self, ticket: int, result: Any, error: str) -> None:
-        job = self._pending.pop(ticket, None)
-        if job is None:
-            return  # cancelled or superseded: its callback has been called already
-        if not self._pending:
-            emit(self.progress, 0, 0, "")
-        try:
-            if error:
-                job.failed(error)
-            else:
-                job.done(result)
-        finally:
-            if self._queued and len(self._pending) == len(self._queued):
-                self._pool.start(self._queued.popleft())  # the next in turn
-            if not self._pending:
-                emit(self.idle)
+        return self.jobs.wait_idle(msecs)

@@ -2,27 +2,32 @@
 
 A 12-megapixel label layer or heat map takes 0.1–0.5 s of numpy work; doing it on the GUI
 thread would freeze painting. :class:`Renderer` runs the drawing function (one of
-:mod:`segapp.io.render`'s, through :class:`~segapp.gui.state.AppState`) on a one-thread pool,
-converts the array to a ``QImage`` there, in the format the canvas's pixmaps use (QImage,
-unlike QPixmap, may be made off the GUI thread), and hands it back with the request's name;
-a request superseded meanwhile is dropped.
+:mod:`segapp.io.render`'s, through :class:`~segapp.gui.state.AppState`) as a job of its
+:class:`~segapp.gui.jobs.JobRunner` (one per layer name: a newer drawing of a layer
+supersedes the one before, which is dropped), converts the array to a ``QImage`` there, in
+the format the canvas's pixmaps use (QImage, unlike QPixmap, may be made off the GUI
+thread), and hands it back with the layer's name.
 
-A drawing asked for with a ``key`` is kept (:class:`ImageCache`, the newest few, bounded in
-bytes): asked for again — the undo or redo of a stroke whose segmentation is cached — it is
-handed back at once, without drawing (a 12 MP overlay took 0.4–2.3 s under load).
+Why a second undo cache beside the worker's :class:`segapp.live.ResultCache`: that one keeps
+the *answer* of a stroke set (labels, eigenvectors), and undo shows it without a solve; but
+the overlay drawn from it is a function of the answer *and* the view (colours, boundaries,
+hidden labels, the unsure stripes), and drawing it again took 0.4–2.3 s for a 12 MP overlay
+under load, so the undo of a stroke would still wait that long for its picture. A drawing
+asked for with a ``key`` is therefore kept (:class:`ImageCache`, the newest few, bounded in
+bytes, tied to the very labels array it was drawn from): asked for again, it is handed back
+at once, without drawing.
 """
-
 from __future__ import annotations
 
 import logging
-import traceback
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
 import numpy as np
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, Signal
 
+from .jobs import JobRunner
 from .qimage import display_qimage
 from .qtcompat import emit
 
@@ -69,28 +74,9 @@ class ImageCache:
         self._items.clear()
 
 
-class _Signals(QObject):
-    done = Signal(str, int, object)  # layer, ticket, QImage or None
-
-
-class _Job(QRunnable):
-    def __init__(self, layer: str, ticket: int, draw: Callable[[], np.ndarray | None],
-                 signals: _Signals) -> None:
-        super().__init__()
-        self.layer, self.ticket, self.draw, self.signals = layer, ticket, draw, signals
-
-    def run(self) -> None:
-        try:
-            a = self.draw()
-            image = None if a is None else display_qimage(a)
-        except Exception:  # a bug: log it; the layer stays as it was
-            log.error("drawing %s failed:\n%s", self.layer, traceback.format_exc())
-            return
-        emit(self.signals.done, self.layer, self.ticket, image)
-
-
 class Renderer(QObject):
-    """``draw(layer, function)``; ``ready(layer, QImage | None)`` for the newest request.
+    """``draw(layer, function)``; ``ready(layer, QImage | None)`` for the newest request of
+    each layer (:class:`~segapp.gui.jobs.JobRunner`, a layer's name the jobs' key).
 
     Signals
     -------
@@ -101,41 +87,41 @@ class Renderer(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
-        self._signals = _Signals(self)
-        self._signals.done.connect(self._on_done)
-        self._tickets: dict[str, int] = {}
-        self._keys: dict[tuple[str, int], tuple] = {}  # (layer, ticket) → (key, source)
+        self.jobs = JobRunner(self)
         self.cache = ImageCache()
 
     def draw(self, layer: str, function: Callable[[], np.ndarray | None],
              key: Hashable = None, source: Any = None) -> None:
         """Run ``function`` (returns (H, W, 3|4) uint8 or None) for ``layer`` off the GUI
         thread; with a ``key`` (and ``source``) drawn before, hand that drawing back at once."""
-        ticket = self._tickets.get(layer, 0) + 1
-        self._tickets[layer] = ticket
         kept = None if key is None else self.cache.get((layer, key), source)
         if kept is not None:
+            self.jobs.supersede(layer)
             emit(self.ready, layer, kept)
             return
-        if key is not None:
-            # weakly: a drawing that fails never reports back, and must not keep its source
-            self._keys[(layer, ticket)] = (key, None if source is None else weakref.ref(source))
-        self._pool.start(_Job(layer, ticket, function, self._signals))
+        # weakly: a drawing that fails never reports back, and must not keep its source
+        ref = None if source is None else weakref.ref(source)
+
+        def keep(image: Any) -> None:  # a superseded drawing may still be undone to
+            drawn_from = None if ref is None else ref()
+            if key is not None and image is not None and (ref is None or drawn_from is not None):
+                self.cache.put((layer, key), image, drawn_from)
+
+        def work(_job: Any) -> Any:
+            a = function()
+            return None if a is None else display_qimage(a)
+
+        self.jobs.submit(layer, work, done=lambda image: emit(self.ready, layer, image),
+                         keep=keep, what=f"drawing {layer}", failed=self._failed)
+
+    @staticmethod
+    def _failed(message: str) -> None:
+        log.error("drawing failed: %s", message)  # a bug: the layer stays as it was
 
     def clear(self, layer: str) -> None:
         """Drop pending drawings of ``layer`` and show nothing for it."""
-        self._tickets[layer] = self._tickets.get(layer, 0) + 1
+        self.jobs.supersede(layer)
         emit(self.ready, layer, None)
 
     def wait_idle(self, msecs: int = 5000) -> bool:
-        return self._pool.waitForDone(msecs)
-
-    def _on_done(self, layer: str, ticket: int, image: Any) -> None:
-        kept = self._keys.pop((layer, ticket), None)
-        source = None if kept is None or kept[1] is None else kept[1]()
-        if kept is not None and image is not None and (kept[1] is None or source is not None):
-            self.cache.put((layer, kept[0]), image, source)  # a superseded one may be undone to
-        if ticket == self._tickets.get(layer):
-            emit(self.ready, layer, image)
+        return self.jobs.wait_idle(msecs)

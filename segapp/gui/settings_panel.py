@@ -7,7 +7,8 @@ a bounded integer, a text field for any other number, parsed and checked by
 tunes (:attr:`Option.basic`, with the working resolution :data:`segapp.options.MAX_PIXELS` for
 the methods that use it) is shown at once; the rest sits in a collapsed "Advanced" section.
 Each row is bound to one entry of :attr:`AppState.options` (the method combo to
-:attr:`AppState.method`) and keeps no value of its own; an option at its default is not
+:attr:`AppState.method`) by :func:`segapp.gui.bind.bind`, as every widget of the window, and
+keeps no value of its own; an option at its default is not
 stored, so writing the default changes nothing and starts no solve. Values are remembered per
 method with QSettings. Set-up options are marked: changing one rebuilds the graph; solve
 options re-solve at once.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from PySide6.QtCore import QSettings, QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -83,29 +84,30 @@ INVALID_STYLE = "border: 2px solid #d55e00; border-radius: 2px;"
 
 
 class OptionRow:
-    """One option's widget, bound to ``state.options[opt.name]``.
+    """One option's widget, bound (:func:`segapp.gui.bind.bind`) to ``state.options[opt.name]``.
 
-    ``report(name, message)`` tells the panel a value was refused (``message``) or that the
-    row holds a valid value again (``""``); ``done()`` that a value was committed.
+    :attr:`error` says why the last value entered was refused ("" when it was not);
+    ``changed()`` is called when it changes, ``done()`` when a value was committed.
     """
 
     def __init__(self, opt: Option, state: AppState, parent: QWidget,
-                 report: Callable[[str, str], None], done: Callable[[], None]) -> None:
-        self.opt, self.state, self.report, self.done = opt, state, report, done
+                 changed: Callable[[], None], done: Callable[[], None]) -> None:
+        self.opt, self.state, self.changed = opt, state, changed
+        self.error = ""
         self.widget = self._make(parent)
         self.widget.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # never reached by Tab from the canvas
         tip = words.option_tip(opt.name, opt.describe()) + (
             "\n⚙ set-up option: changing it rebuilds the image graph" if opt.stage == "setup"
             else "")
         self.widget.setToolTip(tip)
-        self.follow()
+        self.follow = bind(self.widget, state, "options", to_widget=self._shown,
+                           to_state=self._options, report=self._report, done=done)
 
     def _make(self, parent: QWidget) -> QWidget:
         opt = self.opt
         if opt.type is bool and not opt.none_ok:
-            w = QCheckBox(parent)
-            w.toggled.connect(lambda on: self.write(bool(on)))
-        elif opt.choices is not None or opt.type is bool:
+            return QCheckBox(parent)
+        if opt.choices is not None or opt.type is bool:
             # A bool that may be None (a per-solver default) has three states: a list.
             choices = opt.choices if opt.choices is not None else (True, False)
             w = QComboBox(parent)
@@ -114,68 +116,55 @@ class OptionRow:
             # as narrow as the panel: a long choice is cut in the box, whole in its list
             w.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             w.setMinimumContentsLength(6)
-            w.activated.connect(lambda i: self.write(w.itemData(i)))
-        elif (opt.type is int and opt.low is not None and opt.high is not None
-              and opt.high - opt.low <= SPIN_LIMIT):
+            return w
+        if (opt.type is int and opt.low is not None and opt.high is not None
+                and opt.high - opt.low <= SPIN_LIMIT):
             w = QSpinBox(parent)
-            low = int(opt.low) - (1 if opt.none_ok else 0)  # one below the range: None
-            w.setRange(low, int(opt.high))
+            w.setRange(int(opt.low) - (1 if opt.none_ok else 0), int(opt.high))  # below: None
             if opt.none_ok:
                 w.setSpecialValueText(option_text(opt, None))
             w.setKeyboardTracking(False)
-            w.valueChanged.connect(
-                lambda v: self.write(None if opt.none_ok and v == low else int(v)))
-        else:
-            w = QLineEdit(parent)
-            w.editingFinished.connect(lambda: self.write_text(w.text()))
-        return w
+            return w
+        return QLineEdit(parent)
 
     def value(self) -> Any:
         return self.state.option_dict().get(self.opt.name, self.opt.default)
 
-    def write(self, value: Any) -> None:
-        try:
-            self.accept(self.opt.check(value))
-        except InvalidInputError as exc:
-            self.refuse(exc)
-        self.done()
+    def _shown(self, options: tuple) -> Any:
+        """What the widget shows for the option's value in ``options``."""
+        w, value = self.widget, dict(options).get(self.opt.name, self.opt.default)
+        if isinstance(w, QCheckBox):
+            return bool(value)
+        if isinstance(w, QSpinBox):
+            return w.minimum() if value is None else int(value)
+        if isinstance(w, QLineEdit):
+            return option_text(self.opt, value)
+        return value
 
-    def write_text(self, text: str) -> None:
-        # The field shows the value in use: its own text again (focus leaving after Enter,
-        # or after a refused value was put back) is no edit.
-        if text.strip() != option_text(self.opt, self.value()):
-            try:
-                none = self.opt.none_ok and text.strip() in ("", option_text(self.opt, None))
-                self.accept(None if none else self.opt.parse(text))
-            except InvalidInputError as exc:
-                self.refuse(exc)
-        self.done()
+    def _options(self, shown: Any) -> tuple:
+        """The state's options with what the widget shows, parsed and checked
+        (InvalidInputError: refused, with the option's own message)."""
+        opt, w = self.opt, self.widget
+        if isinstance(w, QLineEdit):
+            value = None if opt.none_ok and shown in ("", option_text(opt, None)) \
+                else opt.parse(shown)
+        elif isinstance(w, QSpinBox) and opt.none_ok and shown == w.minimum():
+            value = None
+        else:
+            value = opt.check(shown)
+        return with_value(self.state.option_dict(), opt, value)
 
-    def accept(self, value: Any) -> None:
-        self.show_valid(True)
-        self.report(self.opt.name, "")
-        self.state.options = with_value(self.state.option_dict(), self.opt, value)
+    def _report(self, message: str) -> None:
+        """Refused (the state keeps its value, nothing is solved): the field shows it again,
+        in red; accepted: the red and the reason go."""
+        self.error = f"{message} (still {option_text(self.opt, self.value())})" if message \
+            else ""
+        self.widget.setStyleSheet(INVALID_STYLE if message else "")
+        self.changed()
 
-    def refuse(self, exc: InvalidInputError) -> None:
-        """The state keeps its value (nothing is solved); the field shows it again, in red."""
-        self.follow()
-        self.show_valid(False)
-        self.report(self.opt.name, f"{exc} (still {option_text(self.opt, self.value())})")
-
-    def show_valid(self, valid: bool) -> None:
-        self.widget.setStyleSheet("" if valid else INVALID_STYLE)
-
-    def follow(self) -> None:
-        w, value = self.widget, self.value()
-        with QSignalBlocker(w):
-            if isinstance(w, QCheckBox):
-                w.setChecked(bool(value))
-            elif isinstance(w, QComboBox):
-                w.setCurrentIndex(max(w.findData(value), 0))
-            elif isinstance(w, QSpinBox):
-                w.setValue(w.minimum() if value is None else int(value))
-            else:
-                w.setText(option_text(self.opt, value))
+    def clear_error(self) -> None:
+        if self.error:
+            self._report("")
 
 
 class SettingsPanel(QWidget):
@@ -247,9 +236,8 @@ class SettingsPanel(QWidget):
         layout.addWidget(self.error)
         layout.addWidget(self.reset_button)
         self.rows: dict[str, OptionRow] = {}
-        self.errors: dict[str, str] = {}
         state.events.method.connect(self._on_method)
-        state.events.options.connect(self._on_options)
+        state.events.options.connect(lambda _options: self.save())
         bind(self.method, state, "method")
         self._on_method(state.method)
 
@@ -260,16 +248,17 @@ class SettingsPanel(QWidget):
 
     # -- the method's rows -----------------------------------------------------------------
     def _on_method(self, name: str) -> None:
+        for row in self.rows.values():  # their widgets go with the form rows below
+            self.state.events.options.disconnect(row.follow)
         for form in (self.basic, self.advanced):
             while form.rowCount():
                 form.removeRow(0)
         self.rows = {}
-        self.errors = {}
         self._show_errors()
         options = panel_options(name)
         for opt in options:
             form = self.basic if opt.basic else self.advanced
-            row = OptionRow(opt, self.state, self, self._row_error,
+            row = OptionRow(opt, self.state, self, self._show_errors,
                             lambda: emit(self.done_editing))
             self.rows[opt.name] = row
             label = QLabel(words.option_label(opt.name)
@@ -281,15 +270,8 @@ class SettingsPanel(QWidget):
         self.advanced_button.setVisible(advanced > 0)
         self.state.options = tuple(sorted(self.load(name).items()))
 
-    def _row_error(self, name: str, message: str) -> None:
-        if message:
-            self.errors[name] = message
-        else:
-            self.errors.pop(name, None)
-        self._show_errors()
-
     def _show_errors(self) -> None:
-        text = "\n".join(self.errors.values())
+        text = "\n".join(row.error for row in self.rows.values() if row.error)
         self.error.setText(text)
         self.error.setToolTip(text)
 
@@ -297,18 +279,10 @@ class SettingsPanel(QWidget):
         """The panel's message line: why values were refused ("" when none is)."""
         return self.error.text()
 
-    def _on_options(self, _options: tuple) -> None:
-        for row in self.rows.values():
-            row.follow()
-        self.save()
-
     def reset(self) -> None:
         self.state.options = ()
-        self.errors = {}
-        self._show_errors()
         for row in self.rows.values():
-            row.show_valid(True)
-            row.follow()
+            row.clear_error()
 
     def apply(self, settings: dict[str, Any]) -> None:
         """Settings from a session or a recovered journal: method and its known options."""

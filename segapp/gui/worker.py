@@ -1,10 +1,11 @@
-"""The app's live solves: :class:`segapp.live.LiveEngine` behind Qt signals, debounced.
+"""The app's live solves: :class:`segapp.live.LiveEngine` run as background jobs, debounced.
 
-The engine (Qt-free, shared with the napari widget) numbers the requests, cancels the stale
-solve and keeps the Session; this adapter adds what is Qt's: a one-thread pool to run the
-solves on (so they never overlap), a timer that makes one solve of a burst of edits, and
-signals queued to the GUI thread. Each result carries the *tag* it was asked for (image,
-stroke set, method, options), so the window shows it only if that is still what is on screen.
+The engine (Qt-free, shared with the napari widget) keeps the Session and solves a
+:class:`~segapp.live.SolveRequest`; this adapter runs each solve as a job of the window's
+one job mechanism (:mod:`segapp.gui.jobs`: one worker thread, so solves never overlap; a new
+request cancels the stale solve and only the newest reports), adds a timer that makes one
+solve of a burst of edits, and tags each result with what it was asked for (image, stroke
+set, method, options).
 
 Finished results are kept in a :class:`segapp.live.ResultCache` (bounded in bytes) by that
 tag: undo and redo come back to a stroke set that was segmented before, and its result is
@@ -13,39 +14,22 @@ shown at once instead of being solved again.
 
 from __future__ import annotations
 
-import logging
 import time
-import traceback
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Hashable
+from typing import Any, Hashable
 
 import numpy as np
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..errors import Cancelled, SegappError
 from ..live import LiveEngine, Result, ResultCache, SolveRequest, make_result
 from ..live.results import CACHE_BYTES
+from .jobs import Job, JobRunner
 from .qtcompat import emit
-
-log = logging.getLogger(__name__)
 
 #: Wait this long after the last edit before solving (a burst of edits makes one solve).
 #: 40 ms since edits are answered from a factor (issue 21): 120 ms was a fifth of the wait
 #: from a stroke's release to its answer at 0.25 MP (benchmarks/gui.py --parts strokes).
 DEBOUNCE_MS = 40
-
-
-#: Seconds between two progress reports of one solve (a stage change is reported at once).
-PROGRESS_INTERVAL = 0.25
-
-
-class _Signals(QObject):
-    # Emitted from the worker thread; Qt queues them to the receiver's (GUI) thread.
-    finished = Signal(int, object, object)  # generation, tag, Result
-    preview = Signal(int, object, object)  # generation, tag, Result
-    failed = Signal(int, object, str)  # generation, tag, message
-    cancelled = Signal(int, object)  # generation, tag
-    progress = Signal(int, object, object)  # generation, tag, Progress
 
 
 @dataclass(frozen=True)
@@ -59,63 +43,32 @@ class Progress:
     seconds: float
 
 
-class _SolveJob(QRunnable):
-    def __init__(self, req: SolveRequest, engine: LiveEngine, signals: _Signals) -> None:
-        super().__init__()
-        self.req, self.engine, self.signals = req, engine, signals
-        self.setAutoDelete(True)
-        self._last = (0.0, "")
+def solve(engine: LiveEngine, req: SolveRequest, job: Job) -> Result:
+    """Worker thread: the Result of ``req`` (a preview first where the engine offers one, and
+    the working answer before its edges are solved again at full resolution, each posted to
+    the GUI thread); what the person waited for: the solve and the result made ready."""
+    t = time.perf_counter()
 
-    def _progress(self, t0: float) -> Callable[[str, float | None, float | None], None]:
-        def report(stage: str, done: float | None, total: float | None) -> None:
-            now = time.perf_counter()
-            if stage == self._last[1] and now - self._last[0] < PROGRESS_INTERVAL:
-                return
-            self._last = (now, stage)
-            fraction = None if done is None or not total else min(1.0, done / total)
-            emit(self.signals.progress, self.req.generation, self.req.tag,
-                 Progress(self.req.method, stage, fraction, now - t0))
-        return report
+    def preview(seg: Any) -> None:
+        job.post(make_result(seg, time.perf_counter() - t, preview=True))
 
-    def run(self) -> None:
-        req, t = self.req, time.perf_counter()
-        try:
-            report = self._progress(t)
-            report("starting", None, None)
-            seg = self.engine.solve(req, preview=self._preview(t), progress=report,
-                                    refine=False)
-            if self.engine.refines(seg):
-                # the working answer at once (hatched, as a preview), then its edges solved
-                # again at full resolution; a new edit cancels that like any solve
-                self._preview(t)(seg)
-                report("sharpening the edges at full resolution", None, None)
-                seg = self.engine.refine(req, seg, report)
-            # what the person waited for: the solve and the result made ready to show
-            result = make_result(seg, 0.0)
-            result = replace(result, seconds=time.perf_counter() - t)
-        except Cancelled:
-            emit(self.signals.cancelled, req.generation, req.tag)
-        except SegappError as exc:  # includes InvalidInputError, SolverError
-            emit(self.signals.failed, req.generation, req.tag, str(exc))
-        except MemoryError:
-            emit(self.signals.failed, req.generation, req.tag,
-                 "not enough memory to segment this image")
-        except Exception as exc:  # a bug: report it in the window, log the traceback
-            log.error("segmentation failed:\n%s", traceback.format_exc())
-            emit(self.signals.failed, req.generation, req.tag,
-                 f"internal error ({type(exc).__name__}: {exc})")
-        else:
-            emit(self.signals.finished, req.generation, req.tag, result)
-
-    def _preview(self, t0: float) -> Callable[[Any], None]:
-        def forward(seg: Any) -> None:
-            emit(self.signals.preview, self.req.generation, self.req.tag,
-                 make_result(seg, time.perf_counter() - t0, preview=True))
-        return forward
+    job.report("starting")
+    seg = engine.solve(req, preview=preview, progress=job.report, refine=False)
+    if engine.refines(seg):
+        # the working answer at once (hatched, as a preview), then its edges solved again at
+        # full resolution; a new edit cancels that like any solve
+        preview(seg)
+        job.report("sharpening the edges at full resolution")
+        seg = engine.refine(req, seg, job.report)
+    return replace(make_result(seg, 0.0), seconds=time.perf_counter() - t)
 
 
 class SegmentationWorker(QObject):
     """Runs segmentations off the GUI thread; newest request wins; results cached.
+
+    Solves are jobs of one :class:`~segapp.gui.jobs.JobRunner` (key ``"solve"``), so they
+    never overlap (one Session, never used by two threads at once) and a new request cancels
+    the one before it (:mod:`segapp.gui.jobs`: only the newest request reports).
 
     Signals
     -------
@@ -132,7 +85,8 @@ class SegmentationWorker(QObject):
     failed(object tag, str message)
         The newest request failed (message fit for the user).
     cancelled(object tag)
-        A request was cancelled (superseded or :meth:`cancel`).
+        A request was cancelled (superseded or :meth:`cancel`), at once: its solve stops at
+        its next check, and nobody waits for it.
     """
 
     busy = Signal(bool)
@@ -145,18 +99,10 @@ class SegmentationWorker(QObject):
     def __init__(self, parent: QObject | None = None, debounce_ms: int = DEBOUNCE_MS,
                  cache_bytes: int = CACHE_BYTES) -> None:
         super().__init__(parent)
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)  # one Session, never used by two solves at once
-        self._signals = _Signals(self)
-        self._signals.finished.connect(self._on_finished)
-        self._signals.preview.connect(self._on_preview)
-        self._signals.failed.connect(self._on_failed)
-        self._signals.cancelled.connect(self._on_cancelled)
-        self._signals.progress.connect(self._on_progress)
+        self.jobs = JobRunner(self)
         self.engine = LiveEngine()
         self.results = ResultCache(cache_bytes)
         self._pending: dict[str, Any] | None = None
-        self._running: list[int] = []  # generations of submitted jobs not reported back
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(debounce_ms)
@@ -182,19 +128,14 @@ class SegmentationWorker(QObject):
         self._timer.setInterval(int(ms))
 
     @property
-    def generation(self) -> int:
-        return self.engine.generation
-
-    @property
     def is_busy(self) -> bool:
         """A request is waiting, or the newest one is being solved (not a cancelled one)."""
-        return (self._timer.isActive() or self._pending is not None
-                or any(self.engine.is_current(g) for g in self._running))
+        return self._timer.isActive() or self._pending is not None or self.jobs.running
 
     @property
     def is_running(self) -> bool:
         """Any solve still on the worker thread, cancelled ones included (shutdown, tests)."""
-        return bool(self._running)
+        return self.jobs.working
 
     def tag(self, strokes_key: Hashable, method: str, options: dict[str, Any]) -> tuple:
         """What identifies a result: image, stroke set, method and options."""
@@ -216,7 +157,7 @@ class SegmentationWorker(QObject):
             self.cancel()  # whatever was pending is for another stroke set
             emit(self.resultReady, tag, cached, True)
             return tag
-        self.engine.interrupt()  # a newer edit cancels the running solve at once
+        self.jobs.supersede("solve")  # a newer edit cancels the running solve at once
         # The copy is made on the GUI thread: as uint8 (label ids are 0..MAX_LABELS), a
         # quarter of the int32 map's bytes. At 12 MP an int32 copy is a fresh 48 MB mapping
         # whose page faults took 70-190 ms with solves and drawing running beside it.
@@ -235,50 +176,47 @@ class SegmentationWorker(QObject):
         """Cancel the running solve and drop any pending request."""
         self._timer.stop()
         self._pending = None
-        self.engine.cancel()  # whatever is in flight is stale now: nobody waits for it
+        self.jobs.supersede("solve")  # whatever is in flight is stale now: nobody waits for it
         emit(self.busy, False)
 
     def wait_idle(self, msecs: int = 5000) -> bool:
-        """Block until the pool is idle (for shutdown and tests)."""
-        return self._pool.waitForDone(msecs)
+        """Block until the solves asked for have run (for shutdown and tests)."""
+        return self.jobs.wait_idle(msecs)
 
     def _submit_pending(self) -> None:
         p, self._pending = self._pending, None
         if p is None or self._image is None:
             return
-        req = self.engine.request(p["tag"], self._image_token, self._image, p["scribbles"],
-                                  p["method"], p["options"])
-        self._running.append(req.generation)
-        self._pool.start(_SolveJob(req, self.engine, self._signals))
+        tag, image_key, image = p["tag"], self._image_token, self._image
 
-    # -- results (GUI thread) --------------------------------------------------------------
-    def _job_done(self, generation: int) -> None:
-        self._running.remove(generation)
-        if not self.is_busy:
-            emit(self.busy, False)
+        def work(job: Job) -> Result:
+            req = SolveRequest(job.ticket, tag, image_key, image, p["scribbles"], p["method"],
+                               p["options"], job.event)
+            return solve(self.engine, req, job)
 
-    def _on_progress(self, generation: int, tag: Hashable, progress: Progress) -> None:
-        if self.engine.is_current(generation):
-            emit(self.progress, tag, progress)
+        def keep(result: Result) -> None:  # a superseded result may still be undone to
+            if image_key == self._image_token:
+                self.results.put(tag, result)
 
-    def _on_finished(self, generation: int, tag: Hashable, result: Result) -> None:
-        if tag[0] == self._image_token:
-            self.results.put(tag, result)  # a superseded result may still be undone to
-        self._running.remove(generation)
-        if self.engine.is_current(generation):  # stale generations are not shown
+        def done(result: Result) -> None:
             emit(self.resultReady, tag, result, False)
-        if not self.is_busy:   # after the result: what is shown is then the answer
-            emit(self.busy, False)
+            self._idle()  # after the result: what is shown is then the answer
 
-    def _on_preview(self, generation: int, tag: Hashable, result: Result) -> None:
-        if self.engine.is_current(generation):
-            emit(self.previewReady, tag, result)
-
-    def _on_failed(self, generation: int, tag: Hashable, message: str) -> None:
-        self._job_done(generation)
-        if self.engine.is_current(generation):
+        def failed(message: str) -> None:
+            self._idle()
             emit(self.failed, tag, message)
 
-    def _on_cancelled(self, generation: int, tag: Hashable) -> None:
-        self._job_done(generation)
-        emit(self.cancelled, tag)
+        def progress(stage: str, done: float | None, total: float | None,
+                     seconds: float) -> None:
+            fraction = None if done is None or not total else min(1.0, done / total)
+            emit(self.progress, tag, Progress(p["method"], stage, fraction, seconds))
+
+        self.jobs.submit("solve", work, done=done, failed=failed, keep=keep,
+                         cancelled=lambda: emit(self.cancelled, tag), progress=progress,
+                         post=lambda result: emit(self.previewReady, tag, result),
+                         what=f"segmenting ({p['method']})",
+                         memory="not enough memory to segment this image")
+
+    def _idle(self) -> None:
+        if not self.is_busy:
+            emit(self.busy, False)

@@ -3,10 +3,11 @@ stroke layer showing exactly the strokes.
 
 On a 12 MP photo applying such an edit on the GUI thread took 100–330 ms (recolouring the
 stroke layer over the edit's box, counting its labels, packing it for the journal). The
-person-driven test below measures the longest pause of a 10 ms timer while a person fills,
-undoes, redoes, clears and undoes, and checks that none of that per-pixel work over a big box
-runs on the GUI thread; after every step the stroke layer is compared with a numpy colouring
-of the label map.
+person-driven test below fills, undoes, redoes, clears and undoes, and checks that each step
+is prepared in the background (the key press returns before it is applied) and that none of
+that per-pixel work over a big box runs on the GUI thread; after every step the stroke layer
+is compared with a numpy colouring of the label map. The window's pauses meanwhile are
+measured by benchmarks/gui.py.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from segapp.editing import history
 from segapp.gui import edits, journal, state  # noqa: F401
 from segapp.gui.qimage import RGBABuffer
 
-from .conftest import DISC_CENTER, drag, gaps_while, idle_noise, open_and_wait, segment
+from .conftest import DISC_CENTER, drag, open_and_wait, segment
 
 H12, W12 = 3000, 4000  # 12 MP
 BIG = 1000 * 1000  # pixels: per-pixel work on a box this big takes 5-60 ms at least
@@ -116,14 +117,15 @@ def test_fill_clear_undo_redo_of_12_megapixels_never_block_the_window(
     filled = np.where(region & (before == 0), 3, before)  # strokes stay
     gui_thread_work.clear()
 
-    noise = idle_noise(qtbot)
-    worst: dict[str, float] = {}
+    applied: list[str] = []
 
     def step(name, act, expected):
         key = win.state.stroke_key()
-        gaps = gaps_while(qtbot, act, lambda: win.state.stroke_key() != key
-                          and not win.document.editor.running, timeout=60_000)
-        worst[name] = gaps.max()
+        act()  # returns before the edit is applied: it is prepared in the background
+        assert win.state.stroke_key() == key and win.document.editor.running, name
+        qtbot.waitUntil(lambda: win.state.stroke_key() != key
+                        and not win.document.editor.running, timeout=60_000)
+        applied.append(name)
         assert_layer_shows(win, expected)
 
     def fill():
@@ -138,14 +140,10 @@ def test_fill_clear_undo_redo_of_12_megapixels_never_block_the_window(
     step("clear all", lambda: qtbot.keyClick(win.canvas, Qt.Key.Key_Delete, CTRL),
          np.zeros_like(before))
     step("undo the clear", lambda: qtbot.keyClick(win.canvas, Qt.Key.Key_Z, CTRL), filled)
-    noise = max(noise, idle_noise(qtbot))
-    print("worst GUI-thread pause: " + ", ".join(f"{k} {v * 1000:.0f} ms"
-                                                 for k, v in worst.items())
-          + f" (idle {noise * 1000:.0f} ms)")
+    assert len(applied) == 5
     big = [(what, n) for what, n in gui_thread_work if n >= BIG]
     assert not big, f"per-pixel work over a big box ran on the GUI thread: {big}"
-    name, pause = max(worst.items(), key=lambda kv: kv[1])
-    assert pause < 0.1 + noise, f"{name} blocked the GUI thread for {pause * 1000:.0f} ms"
+    assert {what for what, _n in gui_thread_work} <= {"colour", "count", "pack"}
 
 
 @pytest.fixture

@@ -3,16 +3,16 @@ while a file is read are not dropped without asking."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from PIL import Image
 from PySide6.QtCore import Qt
 
+from segapp import io
+from segapp.gui import files, loader
 from segapp.samples import sample_path
 
-from .conftest import SOLVE_TIMEOUT, drag, gaps_while, idle_noise
+from .conftest import SOLVE_TIMEOUT, drag
 
 H12, W12 = 3000, 4000  # 12 MP
 
@@ -26,27 +26,23 @@ def photo_12mp(tmp_path_factory):
     return path
 
 
-def test_opening_a_12_megapixel_photo_never_blocks_the_event_loop(qtbot, window, photo_12mp,
-                                                                   monkeypatch):
+def test_opening_a_12_megapixel_photo_reads_and_prepares_it_off_the_gui_thread(
+        qtbot, window, photo_12mp, monkeypatch, threads):
     """Opening a 12 MP photo blocked the GUI thread for ~2 s (decoding, colour conversion, the
-    display pixmap, the stroke layer). Now it is read in the background: a 10 ms timer keeps
-    ticking from the Ctrl+O press until the photo is on screen (and painted)."""
+    display pixmap, the stroke layer). Now it is read in the background: Ctrl+O returns with
+    the load started, the decoding and the display picture are made on the loader's thread,
+    and the photo arrives on screen. (The window's pauses meanwhile: benchmarks/gui.py.)"""
     win = window
+    threads.watch(io, "read_image")
+    threads.watch(loader, "display_picture")
     monkeypatch.setattr(win, "get_path", lambda *a, **k: str(photo_12mp))
-    noise = idle_noise(qtbot)
-    t0 = time.perf_counter()
-    gaps = gaps_while(
-        qtbot, lambda: qtbot.keyClick(win.canvas, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier),
-        lambda: win.state.image_path == photo_12mp)
-    elapsed = time.perf_counter() - t0
-    noise = max(noise, idle_noise(qtbot))
-    print(f"open {elapsed:.2f} s; worst gap {gaps.max() * 1000:.0f} ms "
-          f"(idle {noise * 1000:.0f} ms), p99 {np.percentile(gaps, 99) * 1000:.0f} ms, "
-          f"{len(gaps)} ticks")
+    qtbot.keyClick(win.canvas, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+    assert win.document.loader.running and win.state.image_path != photo_12mp
+    qtbot.waitUntil(lambda: win.state.image_path == photo_12mp, timeout=120_000)
     assert win.model.shape == (H12, W12) and win.state.image.shape == (H12, W12, 3)
     assert win.canvas._image_item.pixmap().width() == W12  # on screen
-    assert gaps.max() < 0.3 + noise, f"the GUI thread was blocked {gaps.max() * 1000:.0f} ms"
-    assert elapsed > 0.3  # the work was real (it takes seconds), not skipped
+    assert threads.ran("read_image") == 1 and threads.ran("display_picture") == 1
+    assert threads.on_gui_thread() == []
 
 
 def test_a_load_shows_progress_and_cancel_keeps_the_current_image(qtbot, window, photo_12mp):
@@ -89,8 +85,8 @@ def test_import_while_an_image_is_read_is_refused_with_a_reason(qtbot, window, p
         pass
 
 
-def test_saving_the_strokes_of_a_12_megapixel_photo_never_blocks_the_event_loop(
-        qtbot, window, photo_12mp, tmp_path, monkeypatch):
+def test_saving_the_strokes_of_a_12_megapixel_photo_writes_them_off_the_gui_thread(
+        qtbot, window, photo_12mp, tmp_path, monkeypatch, threads):
     """Writing the 12 MP label PNG of a session took ~0.45 s on the GUI thread (Ctrl+S)."""
     win = window
     assert win.open_path(photo_12mp) and win.document.wait_loaded()
@@ -98,12 +94,10 @@ def test_saving_the_strokes_of_a_12_megapixel_photo_never_blocks_the_event_loop(
     assert win.document.dirty
     target = tmp_path / "work.segapp.json"
     monkeypatch.setattr(win, "get_path", lambda *a, **k: str(target))
-    noise = idle_noise(qtbot)
-    gaps = gaps_while(
-        qtbot, lambda: qtbot.keyClick(win.canvas, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier),
-        lambda: not win.document.dirty)
-    print(f"save: worst gap {gaps.max() * 1000:.0f} ms (idle {noise * 1000:.0f} ms)")
-    assert gaps.max() < 0.3 + noise, f"the GUI thread was blocked {gaps.max() * 1000:.0f} ms"
+    threads.watch(files, "save_session")
+    qtbot.keyClick(win.canvas, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not win.document.dirty, timeout=120_000)
+    assert threads.calls == [("save_session", False)]  # once, on the saver's thread
     saved = np.asarray(Image.open(tmp_path / "work.segapp.png"))
     np.testing.assert_array_equal(saved, win.model.scribbles)
 

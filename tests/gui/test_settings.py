@@ -77,7 +77,9 @@ def test_bad_text_is_refused_with_the_options_own_message(qtbot, window):
 
 def test_values_are_remembered_per_method(qtbot, window, make_window):
     win = window
-    win.settings_panel.rows["constraint_weight"].write(3.0)
+    w = win.settings_panel.rows["constraint_weight"].widget
+    w.setText("3")
+    w.editingFinished.emit()
     win.state.method = "landmark"
     win.settings_panel.rows["n_landmarks"].widget.setValue(500)
     win.state.method = "fastge"
