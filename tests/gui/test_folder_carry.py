@@ -64,11 +64,23 @@ def test_the_next_image_opens_with_a_suggestion_that_strokes_refine(qtbot, make_
     assert errors and "Not segmented yet" in errors[-1]
     assert win.state.image_path.name == "img2.png"
 
-    # one stroke of the ground (one label): the suggestion follows it, the stroke kept
+    # strokes of the ground (one label): the suggestion follows them, the strokes kept
     qtbot.keyClick(win.canvas, Qt.Key.Key_2)
-    drag(qtbot, win.canvas, [(10, 50), (30, 50)])
+    for y in (50, 53):
+        drag(qtbot, win.canvas, [(10, y), (30, y)])
     key = win.state.stroke_key()
     qtbot.waitUntil(lambda: suggestion_shown(win, key), timeout=SOLVE_TIMEOUT)
+    # asked five times in a burst, one suggestion runs and one more follows it, not five
+    win.document.saver.wait_loaded()
+    runs = []
+    win.document.saver.progress.connect(
+        lambda _i, n, text: n and text.startswith("Suggesting") and runs.append(text))
+    for _ in range(5):
+        win.document._suggest()
+    win.document.saver.wait_loaded()
+    qtbot.waitUntil(lambda: not win.document._suggesting, timeout=SOLVE_TIMEOUT)
+    win.document.saver.wait_loaded()
+    assert len(runs) == 2
     painted = win.model.scribbles > 0
     assert painted.any() and (win.state.shown.labels[painted] == 2).all()
 

@@ -56,6 +56,8 @@ class FolderWork(Opening):
 
     project: FolderProject | None = None
     _dismissed: set[str] = set()  # images whose suggestion the person dismissed (per folder)
+    _suggesting = False    # a suggestion is being computed
+    _suggest_again = False  # the strokes or the image changed meanwhile
     _save_generation = 0
     _answer_saved: Any = None  # the stroke key whose answer is in the folder
 
@@ -262,6 +264,10 @@ class FolderWork(Opening):
         if (image.name in project.done or image.name in self._dismissed
                 or len(self.state.history.label_ids_present()) >= 2):
             return
+        if self._suggesting:  # one at a time: a burst of strokes makes one more, not many
+            self._suggest_again = True
+            return
+        self._suggesting, self._suggest_again = True, False
         pixels, scribbles = self.state.image, model.scribbles.copy()
 
         def work(step: Any) -> Any:
@@ -271,16 +277,25 @@ class FolderWork(Opening):
             learnt = project.read_appearance()
             return suggest(pixels, learnt, scribbles) if learnt.images else None
 
-        def done(s: Any) -> None:
-            if (s is None or self.project is not project or self.state.strokes is not model
-                    or self.state.stroke_key() != key or image.name in self._dismissed):
-                return  # another image, other strokes: a newer suggestion is on its way
-            self.state.shown = Shown(("suggestion", image.name, key),
-                                     make_result(suggestion_segmentation(s), 0.0, True))
-            self.info.emit(SUGGESTED.format(n=s.images, s="s" if s.images > 1 else ""))
+        def finished() -> None:
+            self._suggesting = False
+            if self._suggest_again:
+                self._suggest()  # for the strokes (or the image) on screen now
 
-        self.saver.start(SUGGESTING, work, done,
-                         lambda msg: self.error.emit(f"No suggestion for {image.name}: {msg}"))
+        def done(s: Any) -> None:
+            if not (s is None or self.project is not project or self.state.strokes is not model
+                    or self.state.stroke_key() != key or image.name in self._dismissed):
+                self.state.shown = Shown(("suggestion", image.name, key),
+                                         make_result(suggestion_segmentation(s), 0.0, True))
+                self.info.emit(SUGGESTED.format(n=s.images, s="s" if s.images > 1 else ""))
+            finished()
+
+        def failed(msg: str) -> None:
+            self.error.emit(f"No suggestion for {image.name}: {msg}")
+            finished()
+
+        self.saver.start(SUGGESTING, work, done, failed,
+                         lambda: setattr(self, "_suggesting", False))
 
     def showing_suggestion(self) -> bool:
         shown = self.state.shown
