@@ -119,6 +119,11 @@ def test_the_next_image_opens_with_a_suggestion_that_strokes_refine(qtbot, make_
     drag(qtbot, win.canvas, [(10, 5), (60, 5)])
     win.document.saver.wait_loaded()
     assert not win.document.showing_suggestion()
+    # image 3 again: the accepted answer is shown as it was kept
+    assert win.document.open_in_folder(folder / "img3.png") and win.document.wait_loaded()
+    qtbot.waitUntil(lambda: suggestion_shown(win), timeout=SOLVE_TIMEOUT)
+    np.testing.assert_array_equal(win.state.shown.labels, suggested)
+    assert not win.model.scribbles.any()
     # un-marking an image done forgets what it taught
     win.document.set_done(folder / "img3.png", False)
     win.document.saver.wait_loaded()

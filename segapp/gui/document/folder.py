@@ -24,6 +24,7 @@ from ...editing import FolderProject, read_schema
 from ...errors import SegappError
 from .. import files
 from .folders import SCHEMA_FILTER
+from ...appearance.carry import Suggestion
 from ...live import make_result
 from ..state import Shown
 from .opening import Loaded, Opening
@@ -261,6 +262,10 @@ class FolderWork(Opening):
             return
         project, image = self.project, Path(self.state.image_path)
         model, key = self.state.strokes, self.state.stroke_key()
+        if image.name in project.done and key == self._saved_key \
+                and not model.scribbles.any() and project.has_answer(image):
+            self._show_kept(project, image, model)
+            return
         if (image.name in project.done or image.name in self._dismissed
                 or len(self.state.history.label_ids_present()) >= 2):
             return
@@ -296,6 +301,23 @@ class FolderWork(Opening):
 
         self.saver.start(SUGGESTING, work, done, failed,
                          lambda: setattr(self, "_suggesting", False))
+
+    def _show_kept(self, project: FolderProject, image: Path, model: Any) -> None:
+        """A done image whose answer is an accepted suggestion (no strokes): that answer,
+        read in the background and shown as it was (painting starts over)."""
+        def done(labels: Any) -> None:
+            if self.state.strokes is model and not model.scribbles.any() and labels is not None:
+                ids = tuple(int(i) for i in np.unique(labels) if i > 0)
+                s = Suggestion(labels.astype(np.int32), np.ones(labels.shape, np.float32),
+                               np.zeros((0, 0, 0)), ids, 0)
+                self.state.shown = Shown(("suggestion", image.name, self.state.stroke_key()),
+                                         make_result(suggestion_segmentation(s), 0.0, True))
+                self.info.emit(f"{image.name}: the suggested answer you accepted (paint to "
+                               "start again from strokes)")
+
+        self.saver.start(f"{AUTOSAVE} {image.name}", lambda step: project.read_answer(image),
+                         done, lambda msg: self.error.emit(f"Cannot read the answer of "
+                                                           f"{image.name}: {msg}"))
 
     def showing_suggestion(self) -> bool:
         shown = self.state.shown
