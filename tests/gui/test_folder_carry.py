@@ -13,7 +13,7 @@ from PIL import Image
 from PySide6.QtCore import Qt
 
 from .conftest import SOLVE_TIMEOUT, drag
-from .test_folder_day import CTRL, photo
+from .test_folder_day import CTRL, annotate, photo
 
 SHIFT = Qt.KeyboardModifier.ShiftModifier
 
@@ -37,13 +37,7 @@ def test_the_next_image_opens_with_a_suggestion_that_strokes_refine(qtbot, make_
     win = make_window()
     assert win.open_path(folder) and win.document.wait_loaded()
     assert not win.document.showing_suggestion()  # nothing finished yet: no suggestion
-    # image 1: sky and ground, segmented, Ctrl+Return
-    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
-                          check_params_cb=lambda tag: tag == win.display.tag):
-        qtbot.keyClick(win.canvas, Qt.Key.Key_1)
-        drag(qtbot, win.canvas, [(5, 8), (75, 8)])
-        qtbot.keyClick(win.canvas, Qt.Key.Key_2)
-        drag(qtbot, win.canvas, [(5, 57), (75, 57)])
+    annotate(qtbot, win)  # image 1: sky and ground, segmented; then Ctrl+Return
     qtbot.keyClick(win.canvas, Qt.Key.Key_Return, CTRL)
     assert win.document.wait_loaded() and win.state.image_path.name == "img2.png"
     appearance = folder / "segapp" / "appearance.json"
