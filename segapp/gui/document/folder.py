@@ -256,7 +256,7 @@ class FolderWork(Opening):
 
         From two labels on, the method answers as on any image: FAST-GE's ``carry`` option
         (the folder's models seeding its colour models) is not passed, because on the
-        frames of ``benchmarks/carry.py`` it cost strokes to 90% (10.67 against 9.78 without;
+        frames of ``benchmarks/carry.py`` it cost strokes to 90% (10.78 against 9.78 without;
         the suggestion alone saved one stroke to 85%, CHANGELOG.md)."""
         if not self._in_folder():
             return
