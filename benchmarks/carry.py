@@ -22,7 +22,7 @@ carry: the suggestion, before any stroke; without: after the first round), avera
 folders, per frame position; a last part compares random_walker's strokes on image 1.
 
 Run (default: 2 BSDS-dev photos with 3 and 4 regions and 1 GrabCut-dev photo, 4 frames
-each, ``--refine accept rounds``; 5.5 minutes at load average 9–12 on 2 cores)::
+each, ``--refine accept rounds``; 151 s at load average 6–7 on 2 cores)::
 
     python benchmarks/carry.py
     python benchmarks/carry.py --refine rounds fastge cover   # how strokes refine it
