@@ -147,7 +147,7 @@ def session_run(img: np.ndarray, stroke_sets: dict, path: str) -> dict:
         t = time.perf_counter()
         sess.wait_prepared()
         out[f"bg_{name}"] = time.perf_counter() - t
-    d = sess._method.harmonic.direct if sess._method.harmonic is not None else None
+    d = sess._method.solver.harmonic.direct if sess._method.solver.harmonic is not None else None
     out["factor_bytes"] = d.nbytes if d is not None and d.base is not None else 0
     return out
 

@@ -11,7 +11,12 @@ import numpy as np
 
 @dataclass
 class Segmentation:
-    """One k-way segmentation and how it was obtained.
+    """One k-way segmentation and how it was obtained: what every method and session returns.
+
+    A method's solve makes it flat — labels ``(n,)`` as its own partition gave them,
+    eigenvectors ``(n, m)`` — and :meth:`segapp.methods.base.Method.update` finishes it in
+    place before anyone sees it (painted pixels clamped to their label, the data's shape,
+    timings, method name).
 
     Attributes
     ----------

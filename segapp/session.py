@@ -239,7 +239,7 @@ class Session:
     # -- work for the next edit ------------------------------------------------------------
     def prepare(self, cancel: CancelLike = None) -> None:
         """Do now what the next edit can reuse (FAST-GE: factor the Dirichlet matrix of the
-        strokes just solved, :meth:`segapp.solve.harmonic.HarmonicSolver.prepare`).
+        strokes just solved, :meth:`segapp.solve.GraphSolver.prepare`).
 
         :meth:`update` starts this in a background thread after each answer (unless
         :attr:`background` is False), cancelling the one before. The next :meth:`update`

@@ -99,7 +99,7 @@ def test_cg_gives_way_to_the_first_factor_when_it_is_ready_first(monkeypatch):
     sess = segapp.Session(img, stable_refinement=False)
     sess.update(s)                                  # iterative; the factor follows
     sess.wait_prepared()
-    sess._method.harmonic.direct.reset()            # as if the first factor were not made
+    sess._method.solver.harmonic.direct.reset()            # as if the first factor were not made
     slow_factor(monkeypatch, 1.0, cancellable=False)
     original = HarmonicSolver._iterative_potentials
 
@@ -111,7 +111,7 @@ def test_cg_gives_way_to_the_first_factor_when_it_is_ready_first(monkeypatch):
         return original(self, fixed, b, ids, tol, maxiter, reuse, token, timings)
 
     monkeypatch.setattr(HarmonicSolver, "_iterative_potentials", slow_cg)
-    harmonic = sess._method.harmonic
+    harmonic = sess._method.solver.harmonic
     th = threading.Thread(target=harmonic.prepare)  # the background factor, 1 s
     th.start()
     time.sleep(0.1)

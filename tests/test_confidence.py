@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import segapp
-from segapp.solve.harmonic import stroke_potentials
 from segapp.methods.fastge import FastGE
 from segapp.partition import degenerate_labels, embedding_potentials, rounding_confidence
 
@@ -93,14 +92,15 @@ def test_a_session_result_carries_a_confidence():
 
 def test_embedding_potentials_are_the_random_walker_potentials():
     """For the harmonic solve, the affine reading of the embedding by the stroke means gives
-    back the strokes' harmonic potentials (segapp.solve.harmonic.stroke_potentials)."""
+    back the strokes' harmonic potentials (the method's solve door,
+    segapp.solve.GraphSolver.potentials)."""
     img, truth, s = noisy_image(seed=5)
     method = FastGE.from_image(img)
     # without the colour models' prior, which moves the potentials off the plain walker's
     res = method.update(s, cg_tol=1e-10, maxiter=1000, appearance=0)
     g = method.graph
     sets = [np.flatnonzero(s.ravel() == i) for i in res.label_ids]
-    Y = stroke_potentials(g.laplacian, g.degrees, sets, tol=1e-10, maxiter=1000)
+    Y = method.solver.potentials(sets, tol=1e-10, maxiter=1000)
     Phi = embedding_potentials(res.eigenvectors.reshape(s.size, -1).astype(np.float64), sets)
     np.testing.assert_allclose(Phi.sum(1), 1.0, atol=1e-6)
     np.testing.assert_allclose(Phi, Y, atol=2e-3)

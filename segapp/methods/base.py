@@ -53,8 +53,7 @@ and everything below polls that token.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -65,34 +64,6 @@ from ..options import RULES, Option, Rule, Settings, check_rules, defaults, rule
 from ..partition import clamp_strokes, stroke_agreement
 from ..result import Segmentation
 from ..strokes.reading import Strokes, read_strokes
-
-
-@dataclass
-class Answer:
-    """What a method's solve found for one edit, before the painted pixels are clamped.
-
-    Attributes
-    ----------
-    labels : ndarray of int32, (n,)
-        The user's label ids, as the method's own partition gave them.
-    embedding : ndarray, (n, m)
-        The method's embedding (``Segmentation.eigenvectors``, reshaped).
-    eigenvalues : ndarray
-        Its eigenvalues (or what stands for them).
-    diagnostics : object
-        The method's report.
-    agreement : ndarray, optional
-        Per label, the share of its strokes ``labels`` keep; computed from ``labels`` if None.
-    confidence : callable, optional
-        The rounding's confidence, computed when first read.
-    """
-
-    labels: np.ndarray
-    embedding: np.ndarray
-    eigenvalues: np.ndarray
-    diagnostics: Any
-    agreement: np.ndarray | None = None
-    confidence: Callable[[], np.ndarray] | None = None
 
 
 class Method(ABC):
@@ -208,35 +179,41 @@ class Method(ABC):
 
     @abstractmethod
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
-        """The method's work for one edit (solve and partition; module notes)."""
+               timings: dict[str, float]) -> Segmentation:
+        """The method's work for one edit (solve and partition; module notes): a
+        :class:`Segmentation` as the method's own partition gave it — flat ``(n,)`` labels
+        and ``(n, m)`` embedding, painted pixels not yet clamped, ``stroke_agreement`` if the
+        method measured it — which :meth:`_result` finishes."""
 
-    def _result(self, strokes: Strokes, answer: Answer,
+    def _result(self, strokes: Strokes, found: Segmentation,
                 timings: dict[str, float]) -> Segmentation:
-        """Stroke agreement (before the clamp), painted pixels clamped, the Segmentation."""
+        """``found`` finished in place: stroke agreement (before the clamp), painted pixels
+        clamped, the data's shape, the timings and the method's name."""
+        wide = np.asarray(found.eigenvectors)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # checked below
-            embedding = answer.embedding.reshape(*self.shape, -1).astype(np.float32, copy=False)
+            embedding = wide.reshape(*self.shape, -1).astype(np.float32, copy=False)
+        eigenvalues = np.asarray(found.eigenvalues, float)
         # A graph whose weights are near the floating-point limits has D-normalised
         # eigenvectors beyond float32's range: ncut on W × 1e-300 returned them non-finite,
         # silently (issue 30); on W × 1e150 they underflowed to zeros.
-        flat, wide = embedding.reshape(-1, embedding.shape[-1]), answer.embedding
-        if not (np.all(np.isfinite(embedding)) and np.all(np.isfinite(answer.eigenvalues))):
+        flat = embedding.reshape(-1, embedding.shape[-1])
+        if not (np.all(np.isfinite(embedding)) and np.all(np.isfinite(eigenvalues))):
             raise SolverError(f"{self.name}: the eigenvectors have non-finite values (a graph "
                               "or features near the limits of floating point? rescale them)",
-                              answer.diagnostics)
+                              found.diagnostics)
         if np.any(~flat.any(axis=0) & wide.reshape(flat.shape).any(axis=0)):
             raise SolverError(f"{self.name}: the eigenvectors are too small to keep (a graph "
                               "whose weights are near the limits of floating point? rescale "
-                              "it)", answer.diagnostics)
-        agreement = answer.agreement
-        if agreement is None:
-            agreement = stroke_agreement(strokes.codes(answer.labels), strokes.sets)
-        labels = clamp_strokes(answer.labels, strokes.sets, strokes.label_ids)
-        return Segmentation(labels.reshape(self.shape), strokes.label_ids,
-                            embedding, np.asarray(answer.eigenvalues, float), timings, answer.diagnostics,
-                            self.name,
-                            stroke_agreement=dict(zip(strokes.label_ids, agreement.tolist())),
-                            confidence=answer.confidence)
+                              "it)", found.diagnostics)
+        if found.stroke_agreement is None:
+            agreement = stroke_agreement(strokes.codes(found.labels), strokes.sets)
+            found.stroke_agreement = dict(zip(strokes.label_ids, agreement.tolist()))
+        labels = clamp_strokes(found.labels, strokes.sets, strokes.label_ids)
+        found.labels = labels.reshape(self.shape)
+        found.eigenvectors = embedding
+        found.eigenvalues = eigenvalues
+        found.timings, found.method = timings, self.name
+        return found
 
     # -- work for the next edit (methods with ``prepares``) --------------------------------
     def prepare_next(self, cancel: CancelToken) -> None:

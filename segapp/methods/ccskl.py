@@ -99,8 +99,8 @@ per pair: 2 and 4 of 21 failing scenes) do not change that.
 
 So when a label keeps < :data:`~segapp.partition.STROKE_AGREEMENT` of its strokes, the kernel is
 learned again on another basis. With ``g = D^{-1/2} f``, the paper's smoothness (eq. (1)) is
-``Ω(f) = fᵀL̄f = gᵀLg``; the strokes' harmonic potentials (:func:`stroke_potentials`, the
-machinery of :mod:`segapp.solve.harmonic`)
+``Ω(f) = fᵀL̄f = gᵀLg``; the strokes' harmonic potentials (:meth:`segapp.solve.GraphSolver.potentials`,
+the machinery of :mod:`segapp.solve.harmonic`)
 
 .. math:: Y_a = E_a + φ_a, \\qquad L_{FF}\\, φ_a = −L_{F S_a} 1 \\quad (F: \\text{unpainted pixels}),
 
@@ -142,20 +142,15 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import nnls
 
-from ..solve.amg import DEFAULT_THETA
 from ..cancel import NEVER, CancelToken
-from ..solve import EigenProblem, SolveSettings, random_start, solve
-from ..solve.amg import amg_preconditioner
+from ..solve import (DEFAULT_THETA, EigenProblem, GraphSolver, Pencil, SolveSettings,
+                     SolverDiagnostics)
 from ..errors import InvalidInputError
 from ..graphs import Graph
-from ..solve import harmonic
-from ..solve.ordering import offsets_reach
-from ..solve.diagnostics import SolverDiagnostics
 from ..options import SEED, Option, Settings, override, pick
 from ..partition import STROKE_AGREEMENT, anchored_kmeans, stroke_agreement
-from ..solve.pencil import Pencil
 from ..strokes.reading import Strokes
-from .base import Answer
+from ..result import Segmentation
 from .embedding import normalise_rows
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .graph_method import GRAPH_OPTIONS, GraphMethod
@@ -215,13 +210,12 @@ def smoothest_eigenvectors(graph: Graph, m: int, *, seed: int = 0, amg_theta: fl
     if m == 1:
         return Spectrum(np.zeros(1), v1[:, None])
     pencil = Pencil(graph.laplacian, d)  # B = D/n: eigenvalues n·μ, on dᵀx = 0
-    token = cancel
-    amg = amg_preconditioner(graph.laplacian, d, theta=amg_theta, cancel=token)
-    X0 = random_start(amg, n, m - 1, np.random.default_rng(seed), token)
-    settings = SolveSettings(maxiter=maxiter, eig_tol=eig_tol, res_tol=res_tol,
+    settings = SolveSettings(theta=amg_theta, maxiter=maxiter, eig_tol=eig_tol, res_tol=res_tol,
                              advice="try a larger maxiter or fewer n_eigenvectors")
-    lam, X, diag = solve(EigenProblem(pencil, m - 1, start=X0, settings=settings), "lobpcg",
-                         token, preconditioner=amg)
+    # A solver of its own, dropped with its hierarchy: the spectrum is solved once per graph.
+    lam, X, diag = GraphSolver.of(graph).eigenpairs(
+        EigenProblem(pencil, m - 1, settings=settings, random=np.random.default_rng(seed)),
+        cancel)
     V = X * sqrt_d[:, None]
     V /= np.linalg.norm(V, axis=0)
     return Spectrum(np.concatenate([[0.0], np.maximum(lam / n, 0.0)]),
@@ -271,25 +265,6 @@ def solve_ordered_qp(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return U @ delta
 
 
-def stroke_potentials(graph: Graph, sets: list[np.ndarray], *, theta: float = DEFAULT_THETA,
-                      maxiter: int = 300, cancel: CancelToken = NEVER,
-                      solver: harmonic.HarmonicSolver | None = None) -> np.ndarray:
-    """``Y`` (n × k): ``Y_a = E_a + φ_a``, label a's stroke indicator extended harmonically.
-
-    ``L_FF φ_a = −L_{F S_a} 1`` on the unpainted pixels F (:mod:`segapp.solve.harmonic`: the same
-    Dirichlet matrix, right-hand sides and block CG as FAST-GE's potentials, preconditioned by
-    a hierarchy built for these strokes). ``Y_a`` is the smoothest vector — least ``gᵀLg`` —
-    that is 1 on label a's strokes and 0 on the others; on a component without strokes it is 0.
-    ``solver`` (one per image, kept by the method) solves directly from a factor updated per
-    edit where it can (:mod:`segapp.solve.direct`); without it, one cold iterative solve.
-    """
-    token = cancel
-    if solver is None:
-        return harmonic.stroke_potentials(graph.laplacian, graph.degrees, sets, theta=theta,
-                                          tol=POTENTIAL_TOL, maxiter=maxiter, cancel=token)
-    return solver.potentials(sets, tol=POTENTIAL_TOL, maxiter=maxiter, cancel=token)
-
-
 def must_link_basis(graph: Graph, F: np.ndarray,
                     Y: np.ndarray, sets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The vectors of ``span(F, D^{1/2}Y)`` that respect the must-links, smoothest first.
@@ -331,27 +306,20 @@ class CCSKL(GraphMethod):
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
         super().__init__(graph, settings, **options)   # checks n_eigenvectors ≤ n (its rule)
         self.spectrum: Spectrum | None = None
-        self._harmonic: harmonic.HarmonicSolver | None = None
-
-    def _solver(self, g: Graph) -> harmonic.HarmonicSolver:
-        """The strokes' Dirichlet solver, one per image (direct where CHOLMOD is installed)."""
-        if self._harmonic is None or self._harmonic.theta != self.settings["amg_theta"]:
-            grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
-            self._harmonic = harmonic.HarmonicSolver(g.laplacian, g.degrees,
-                                                     theta=self.settings["amg_theta"], grid=grid)
-        return self._harmonic
+        #: The strokes' potentials (:meth:`~segapp.solve.GraphSolver.potentials`): a factor
+        #: per image updated per edit where CHOLMOD is installed, else block CG.
+        self.solver = GraphSolver.of(graph)
 
     def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit after this one's answer: the potentials' factor."""
-        if self._harmonic is not None:
-            self._harmonic.prepare(cancel)
+        self.solver.prepare(cancel)
 
     def prepares_alongside(self) -> bool:
         """The next solve need not wait: it takes its own snapshot of the factor."""
-        return True
+        return self.solver.prepares_alongside()
 
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         """QP and k-means for the given strokes (the first call also computes the spectrum)."""
         g, o = self.graph, self.settings
         label_ids, sets = strokes.label_ids, strokes.sets
@@ -380,8 +348,8 @@ class CCSKL(GraphMethod):
             if extended and F is self.spectrum.F:
                 t = time.perf_counter()
                 cancel.progress("the strokes' potentials")
-                Y = stroke_potentials(g, sets, theta=o["amg_theta"], maxiter=o["maxiter"],
-                                      cancel=cancel, solver=self._solver(g))
+                Y = self.solver.potentials(sets, theta=o["amg_theta"], tol=POTENTIAL_TOL,
+                                           maxiter=o["maxiter"], cancel=cancel)
                 F, _ = must_link_basis(g, self.spectrum.F, Y, sets)
                 timings["potentials"] = time.perf_counter() - t
                 cancel.check()
@@ -407,7 +375,9 @@ class CCSKL(GraphMethod):
         agreement, codes, E, beta, keep, A, b, extended, stroke_weight = best
         diag = CCSKLDiagnostics(self.spectrum.mu, beta, float(0.5 * beta @ A @ beta + b @ beta),
                                 self.spectrum.diagnostics, extended, stroke_weight)
-        return Answer(np.asarray(label_ids, np.int32)[codes], E, beta[keep], diag, agreement)
+        return Segmentation(np.asarray(label_ids, np.int32)[codes], label_ids, E, beta[keep],
+                            diagnostics=diag,
+                            stroke_agreement=dict(zip(label_ids, agreement.tolist())))
 
 
 @dataclass

@@ -61,7 +61,7 @@ from ..graphs.features import Features
 from ..options import MAX_LANDMARK_RUNS, Option, Settings, override
 from ..partition import anchored_kmeans
 from ..strokes.reading import Strokes
-from .base import Answer
+from ..result import Segmentation
 from .landmark_base import FeatureMethod, LandmarkDiagnostics
 from .landmark_fastge import OPTIONS as LFG_OPTIONS
 from .landmark_fastge import LandmarkFastGE
@@ -114,7 +114,7 @@ class ClusterEnsemble(FeatureMethod):
         return o.pick(LandmarkFastGE.options, LandmarkFastGE.name, seed=seed)
 
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         o = self.settings
         k, n = strokes.k, self.features.n
         t = time.perf_counter()
@@ -137,7 +137,7 @@ class ClusterEnsemble(FeatureMethod):
         diag = LandmarkDiagnostics(b0.code.p, b0.basis.size, b0.code.feature_sigma, strokes.kept(labels),
                                    {"partitions": len(self.bases), "distinct_rows": distinct,
                                     "objective": round(obj, 6)})
-        return Answer(labels, votes, np.zeros(0), diag)
+        return Segmentation(labels, strokes.label_ids, votes, np.zeros(0), diagnostics=diag)
 
     def _consensus(self, codes: np.ndarray, strokes: Strokes,
                    cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, float, int]:

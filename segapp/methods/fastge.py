@@ -8,16 +8,19 @@ Pipeline (one :meth:`FastGE.update` per scribble edit):
 1. data graph ``G_D`` of the image (``segapp.graphs.image``, §7.3), built once per image;
 2. ML / CL cliques of the strokes with the merge weights ``d_i d_j / (d_min d_max)`` (§4.7),
    as exact diagonal + low-rank operators (``segapp.strokes.constraints``);
-3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.solve.pencil``).
+3. the ``m`` smallest pairs of ``L_G x = λ L_H x`` on ``dᵀx = 0`` (§4.3, ``segapp.solve.pencil``),
+   from the graph's :class:`~segapp.solve.GraphSolver`, which picks and builds the solvers.
    By default (``eigensolver="harmonic"``, ``segapp.solve.harmonic``) as the Ritz pairs of the
    pencil on the strokes' harmonic potentials: the stiff must-link cliques make the wanted
    eigenvectors constant on each label's strokes, so they lie in the span of k − 1 Dirichlet
-   solves with ``L_D``, done by block CG preconditioned by smoothed-aggregation AMG (§4.5,
-   ``segapp.solve.amg``), whose hierarchy is Galerkin-updated from edit to edit. Otherwise — and for
-   soft strokes, a k-th vector or a graph part no stroke reaches — by LOBPCG
-   (``segapp.solve.lobpcg``) preconditioned by AMG on ``L_D`` plus the strokes' sparsified
-   must-link graph, started from the strokes' sources ``M u_a`` (or, with ``warm_start``,
-   the previous eigenvectors plus a source for each label whose strokes changed);
+   solves with ``L_D`` — from a CHOLMOD factor of the Dirichlet matrix updated per edit
+   (``linear_solver="auto"``, ``segapp.solve.direct``) where it is installed and ready, else
+   by block CG preconditioned by smoothed-aggregation AMG (§4.5, ``segapp.solve.amg``), whose
+   hierarchy is Galerkin-updated from edit to edit. Otherwise — and for soft strokes, a k-th
+   vector or a graph part no stroke reaches — by LOBPCG (``segapp.solve.lobpcg``)
+   preconditioned by AMG on ``L_D`` plus the strokes' sparsified must-link graph, started
+   from the strokes' sources ``M u_a`` (or, with ``warm_start``, the previous eigenvectors
+   plus a source for each label whose strokes changed);
 4. embedding (Fig. 2), k-means anchored to the strokes, or the Cheeger sweep for k = 2
    (§4.6).
 
@@ -33,28 +36,23 @@ import time
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
-from ..solve import (METHODS, EigenProblem, Eigenpairs, SolveSettings, canonical_method,
-                     choose_method, solve)
-from ..solve.amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
+from ..solve import (DEFAULT_THETA, EIGENSOLVERS, EigenProblem, Eigenpairs, GraphSolver, Pencil,
+                     SolveSettings, canonical_eigensolver)
 from .answer_memory import AnswerMemory, strokes_key
 from ..cancel import CancelToken
 from ..errors import InvalidInputError
-from ..strokes.constraints import Constraints, build_constraints, sparsify, stroke_indicators
-from ..strokes.reading import Strokes, fingerprint
-from ..solve.harmonic import HarmonicSolver
-from ..solve.ordering import offsets_reach
+from ..strokes.constraints import Constraints, build_constraints
+from ..strokes.reading import Strokes
 from ..graphs import Graph
 from ..options import SEED, Option, Settings
 from ..partition.colour_model import strokes_differ_in_colour
-from ..partition import (COLOUR_WEIGHT, STROKE_AGREEMENT, embed, round_eigenvectors,
-                         rounding_confidence, stroke_agreement)
-from ..solve.pencil import Pencil
+from ..partition import (COLOUR_WEIGHT, MODEL_WEIGHT, STROKE_AGREEMENT, embed,
+                         round_eigenvectors, rounding_confidence, stroke_agreement)
 from ..appearance import ColourPalette, fit_label_models, label_posteriors
 from ..appearance.locality import RADIUS, locality_weights
-from .base import Answer, n_vectors
+from ..result import Segmentation
+from .base import n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Default ``appearance``, γ·n (issue 31; the scan behind it in docs/quality.md).
@@ -81,6 +79,12 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "colour term (two Gaussian colour models, nats per pixel) against log(cut ratio), "
            "used where the strokes' colours differ beyond noise; 0 = FAST-GE's ratio alone",
            "solve", low=0.0, high=100.0),
+    # GrabCut-dev, 25 photos at full size, robot strokes (docs/quality.md "Objects"):
+    # NoC@90 6.88 without the term, 6.16 with weight 1 (first answer 0.541 → 0.547).
+    Option("model_weight", float, MODEL_WEIGHT, "two-label sweep: weight of the data term of "
+           "the labels' own colour models (GrabCut's: −log of each pixel's posterior, nats "
+           "per pixel) where the colour models are used; 0 = without it",
+           "solve", low=0.0, high=100.0),
     # On by default (issue 10 item 4): fewer results made worse by a corrective stroke and
     # fewer strokes to 85/90% IoU on both dev sets and in the click protocol, with the gate
     # partition.PREVIOUS_GATE (docs/quality.md); a session's answer then depends on its edit
@@ -95,7 +99,7 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     # comparison only, moved to benchmarks/solvers.py.
     Option("eigensolver", str, "harmonic", "harmonic: the strokes' harmonic potentials (k − 1 "
            "CG solves) + Rayleigh–Ritz of the pencil; lobpcg: our block LOBPCG on the pencil "
-           "(segapp: its old name)", "solve", choices=METHODS + ("segapp",)),
+           "(segapp: its old name)", "solve", choices=EIGENSOLVERS + ("segapp",)),
     # Issue 21: the harmonic potentials from a factor of the Dirichlet matrix updated per edit
     # (segapp.solve.direct): an added stroke 0.152 s where CG took 0.598 s at 250K px (README, Speed).
     Option("linear_solver", str, "auto", "harmonic: how the potentials are solved: auto = "
@@ -159,86 +163,31 @@ class FastGE(GraphMethod):
 
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
         super().__init__(graph, settings, **options)
-        self.amg: AMGPreconditioner | None = None
-        self.harmonic: HarmonicSolver | None = None
-        #: The harmonic solvers by (amg_theta, shift): the colour models' γD is on the
-        #: factored matrix, so an edit whose labels' colours stop (or start) differing beyond
-        #: noise needs the other one; kept both, so a flip back costs no factorization again.
-        self._solvers: dict[tuple[float, float], HarmonicSolver] = {}
-        self._connected: bool | None = None
-        self._X: np.ndarray | None = None
-        self._stroke_keys: dict[int, bytes] = {}
+        #: The solve stage of this graph (:class:`~segapp.solve.GraphSolver`): it chooses and
+        #: builds the eigensolver and the linear solver, and keeps their factors and
+        #: hierarchies from edit to edit.
+        self.solver = GraphSolver.of(graph)
         self._palette: ColourPalette | None = None
         self._carried: tuple[tuple, np.ndarray] | None = None  # (file and labels, posteriors)
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
 
     def prepare_next(self, cancel: CancelToken) -> None:
-        """Work for the next edit, after this one's answer (:meth:`HarmonicSolver.prepare`)."""
-        if self.harmonic is not None:
-            self.harmonic.prepare(cancel)
+        """Work for the next edit, after this one's answer (:meth:`GraphSolver.prepare`)."""
+        self.solver.prepare(cancel)
 
     def prepares_alongside(self) -> bool:
         """Whether the next edit's solve may run while :meth:`prepare` still does."""
-        return self.harmonic is not None and self.harmonic.prepares_alongside()
+        return self.solver.prepares_alongside()
 
     def prepared(self) -> bool:
         """Whether the next edit is answered from a factor (a fraction of a cold solve)."""
-        h = self.harmonic
-        return (h is not None and h.direct is not None and h.direct.base is not None
-                and self.settings["linear_solver"] != "iterative"
+        return (self.solver.prepared() and self.settings["linear_solver"] != "iterative"
                 and self.settings["eigensolver"] == "harmonic")
-
-    def _preconditioner(self, ml_sparse: sp.csr_matrix, timings: dict[str, float],
-                        cancel: CancelToken) -> None:
-        """Build LOBPCG's AMG hierarchy on ``L_D + L̃_ML + εD`` for the current strokes.
-
-        Rebuilt on every edit: the preconditioner must see the must-link edges. Measured at
-        250K pixels (4 labels, one stroke added): a Galerkin update of the previous hierarchy
-        (same aggregates, coarse operators corrected by ``Pᵀ ΔA P``, 0.03 s) needed 17 LOBPCG
-        iterations where a new hierarchy (0.4 s) needed 9, so rebuilding is faster overall.
-        """
-        g = self.graph
-        t = time.perf_counter()
-        self.amg = amg_preconditioner(g.laplacian, g.degrees, must_link=ml_sparse,
-                                      theta=self.settings["amg_theta"], cancel=cancel)
-        timings["amg_setup"] = timings.get("amg_setup", 0.0) + time.perf_counter() - t
-
-    def _is_connected(self) -> bool:
-        """Whether the graph is one component (an image graph always is), computed once."""
-        if self._connected is None:
-            g = self.graph
-            self._connected = bool(g.offsets) or connected_components(
-                g.laplacian, directed=False)[0] == 1
-        return self._connected
-
-    # -- the eigenproblem ------------------------------------------------------------------
-    def _initial_block(self, pencil: Pencil, cons: Constraints, m: int,
-                       cancel: CancelToken) -> tuple[np.ndarray, bool]:
-        """One preconditioned source per label; with ``warm_start``, the previous eigenvectors.
-
-        ``M u_a`` (u_a = degrees on label a's strokes) is one multigrid approximation of the
-        potential ``A⁻¹u_a``: smooth, nearly constant inside the region of stroke a, which is
-        what the eigenvectors look like. A warm start takes the previous vectors plus the
-        sources of the labels whose strokes changed; the initial Rayleigh–Ritz keeps the best
-        m directions. Returns the block and whether it is a warm start.
-        """
-        n = self.graph.n
-        sources = stroke_indicators(self.graph.degrees, cons.sets)
-        if self._X is not None and self.settings["warm_start"] is True:
-            # Old vectors first; labels whose strokes changed bring their own source, so the
-            # initial subspace already contains the direction the edit pulls towards.
-            changed = [a for a, (i, S) in enumerate(zip(cons.label_ids, cons.sets))
-                       if self._stroke_keys.get(i) != fingerprint(S)]
-            extra = self.amg(sources[:, changed], cancel) if changed else np.zeros((n, 0))
-            X0 = np.hstack([self._X, extra])
-            if X0.shape[1] >= m:
-                return X0, True
-        return self.amg(sources, cancel), False
 
     # -- one edit --------------------------------------------------------------------------
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         """Eigenpairs and partition for the given strokes on the graph built once.
 
         With ``appearance`` (and the harmonic eigensolver, hard strokes, an image) this is a
@@ -255,7 +204,6 @@ class FastGE(GraphMethod):
         m = n_vectors(o["n_vectors"], cons.k)
         soft = strokes.soft
         key, shown = self._recall(cons, soft)
-        self.amg = None   # LOBPCG's hierarchy: built for these strokes when first needed
         rounds = self._appearance_rounds(cons, soft)
         learned = None    # the answer the colour models learn from besides the strokes
         if shown is not None:
@@ -279,7 +227,9 @@ class FastGE(GraphMethod):
         sets, shape = cons.sets, g.shape
         # Computed when first read (0.02–0.16 s at 0.5 MP): an edit's answer does not wait.
         conf = lambda: rounding_confidence(codes, V, sets).reshape(shape)  # noqa: E731
-        return Answer(labels, V, np.asarray(lam), diag, agreement, conf)
+        ids = cons.label_ids
+        return Segmentation(labels, ids, V, np.asarray(lam), diagnostics=diag,
+                            stroke_agreement=dict(zip(ids, agreement.tolist())), confidence=conf)
 
     # -- appearance (issue 31) -------------------------------------------------------------
     def _appearance_rounds(self, cons: Constraints, soft: bool) -> int:
@@ -291,7 +241,7 @@ class FastGE(GraphMethod):
         be nearer the mean colour (a click on one noisy grey kept 18% of a 5×5 seed's answer)."""
         o = self.settings
         if (not o["appearance"] or soft or self._image is None
-                or canonical_method(o["eigensolver"]) != "harmonic"):
+                or canonical_eigensolver(o["eigensolver"]) != "harmonic"):
             return 0
         sets = cons.sets
         if not all(strokes_differ_in_colour(self.colours, [sets[a], sets[b]])
@@ -384,7 +334,8 @@ class FastGE(GraphMethod):
                                          k2_partition=o["k2_partition"], seed=o["seed"],
                                          cancel=cancel, previous=previous,
                                          colours=self.colours if o["colour_weight"] else None,
-                                         colour_weight=o["colour_weight"])
+                                         colour_weight=o["colour_weight"],
+                                         posteriors=prior, model_weight=o["model_weight"])
             timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
             if not needs_one_more_vector(rounded[2], m, cons.k):
                 return m, pairs, rounded
@@ -393,55 +344,21 @@ class FastGE(GraphMethod):
     def _solve_pencil(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
                       cancel: CancelToken, timings: dict[str, float],
                       prior: np.ndarray | None = None) -> Eigenpairs:
-        """The m smallest pairs of the pencil by the solver :func:`~segapp.solve.choose_method`
-        picks: the harmonic potentials (with the colour models' ``prior``, if any), or LOBPCG
+        """The m smallest pairs of the pencil, by the solver the door picks
+        (:meth:`~segapp.solve.GraphSolver.eigenpairs`): the harmonic potentials (with the
+        colour models' ``prior``, if any, weighing γ = appearance / n), or LOBPCG
         (warm-started if asked; it takes no prior)."""
         o = self.settings
-        problem = EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings=(
-            SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
-                          cg_tol=o["cg_tol"], linear_solver=o["linear_solver"],
-                          reuse=o["warm_start"] is not False,
-                          on_nonconvergence=o["on_nonconvergence"],
-                          advice="try a larger maxiter or a smaller constraint_weight")),
-                               prior=prior)
-        if choose_method(o["eigensolver"], problem, soft=soft,
-                         connected=self._is_connected) == "harmonic":
-            return self._harmonic_pairs(problem, cancel, timings)
-        if self.amg is None:
-            self._preconditioner(sparsify(cons, self.graph.n), timings, cancel)
-        t = time.perf_counter()
-        X0, warm = self._initial_block(pencil, cons, m, cancel)
-        pairs = solve(problem.starting_from(X0), "lobpcg", cancel, preconditioner=self.amg)
-        pairs.diagnostics.warm_start = warm
-        self._X = pairs.vectors
-        self._stroke_keys = dict(zip(cons.label_ids, cons.strokes.keys()))
-        timings["eigensolver"] = timings.get("eigensolver", 0.0) + time.perf_counter() - t
-        return pairs
-
-    def _harmonic_pairs(self, problem: EigenProblem, cancel: CancelToken,
-                        timings: dict[str, float]) -> Eigenpairs:
-        """The m = k − 1 pairs from the strokes' harmonic potentials (:mod:`segapp.solve.harmonic`)."""
-        o = self.settings
-        g = self.graph
-        shift = o["appearance"] / g.n if problem.prior is not None else 0.0
-        key = (o["amg_theta"], shift)
-        if key not in self._solvers:
-            # At most two factors per image: the plain one and that of the current γ (a new
-            # amg_theta or appearance weight replaces the old ones instead of adding one).
-            self._solvers = {k: h for k, h in self._solvers.items()
-                             if k[0] == key[0] and (k[1] == 0.0) != (shift == 0.0)}
-            grid = (g.shape, offsets_reach(g.offsets)) if g.offsets else None
-            self._solvers[key] = HarmonicSolver(g.laplacian, g.degrees, theta=o["amg_theta"],
-                                                grid=grid, shift=shift)
-        self.harmonic = self._solvers[key]
-        self._X = None  # a later LOBPCG warm start must not mix the two solvers' vectors
-        t = time.perf_counter()
-        steps: dict[str, float] = {}
-        pairs = solve(problem, "harmonic", cancel, harmonic=self.harmonic, timings=steps)
-        timings["amg_setup"] = timings.get("amg_setup", 0.0) + steps.get("amg_setup", 0.0)
-        timings["eigensolver"] = (timings.get("eigensolver", 0.0) + time.perf_counter() - t
-                                  - steps.get("amg_setup", 0.0))
-        return pairs
+        settings = SolveSettings(
+            eigensolver=o["eigensolver"], theta=o["amg_theta"], maxiter=o["maxiter"],
+            eig_tol=o["eig_tol"], res_tol=o["res_tol"], cg_tol=o["cg_tol"],
+            linear_solver=o["linear_solver"], warm_start=o["warm_start"],
+            on_nonconvergence=o["on_nonconvergence"],
+            advice="try a larger maxiter or a smaller constraint_weight")
+        problem = EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings,
+                               constraints=cons, soft=soft, prior=prior,
+                               prior_weight=o["appearance"] / self.graph.n)
+        return self.solver.eigenpairs(problem, cancel, timings)
 
 
 def needs_one_more_vector(agreement: np.ndarray, m: int, k: int) -> bool:

@@ -34,7 +34,8 @@ from ..graphs.landmark import (LandmarkBasis, SparseCode, StrokeRecoding, add_st
 from ..options import SEED, Option, Settings
 from ..partition import STROKE_AGREEMENT, anchored_kmeans, stroke_agreement
 from ..strokes.reading import Strokes
-from .base import Answer, Method
+from ..result import Segmentation
+from .base import Method
 from .embedding import normalise_rows
 
 #: Options shared by the landmark methods. Bounds: the p × p eigenproblems cost O(p³) time
@@ -237,7 +238,7 @@ class LandmarkMethod(FeatureMethod):
         timings["basis"] = time.perf_counter() - t
 
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         """Landmark graph for these strokes (the first call also builds the landmarks), then
         the subclass's eigenproblem and partition (:meth:`_embed`)."""
         setup = self.prepare(cancel)
@@ -252,7 +253,8 @@ class LandmarkMethod(FeatureMethod):
         labels, vectors, lam, extra = self._embed(strokes, timings, cancel)
         diag = LandmarkDiagnostics(self.code.p, self.basis.size, self.code.feature_sigma,
                                    strokes.kept(labels), extra)
-        return Answer(labels, vectors, np.asarray(lam, float), diag)
+        return Segmentation(labels, strokes.label_ids, vectors, np.asarray(lam, float),
+                            diagnostics=diag)
 
     def _partition(self, Y: np.ndarray, strokes: Strokes, timings: dict[str, float],
                    cancel: CancelToken) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -17,15 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..solve import EigenProblem, SolveSettings, random_start, solve
-from ..solve.amg import AMGPreconditioner, amg_preconditioner
+from ..solve import EigenProblem, GraphSolver, Pencil, SolveSettings
 from ..cancel import CancelToken
 from ..strokes.reading import Strokes
 from ..graphs import Graph
 from ..options import KMEANS_RESTARTS, Option, Settings, override, pick
 from ..partition import embed, kmeans, match_labels
-from ..solve.pencil import Pencil
-from .base import Answer
+from ..result import Segmentation
 from .fastge import OPTIONS as FASTGE_OPTIONS
 from .base import n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod
@@ -54,39 +52,30 @@ class NCut(GraphMethod):
 
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
         super().__init__(graph, settings, **options)
-        self.amg: AMGPreconditioner | None = None   # no strokes in it: built on the first edit
-        self._X: np.ndarray | None = None           # the last eigenvectors, the next start
+        #: The solve stage (:class:`~segapp.solve.GraphSolver`): no strokes in the pencil, so
+        #: its hierarchy, built on the first edit, serves every edit, and each solve starts
+        #: from the last eigenvectors.
+        self.solver = GraphSolver.of(graph)
 
     def _read_strokes(self, scribbles: np.ndarray, confidence: np.ndarray | None) -> Strokes:
         """The strokes only name the clusters: a confidence changes nothing (not read)."""
         return super()._read_strokes(scribbles, None)
 
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         g, o = self.graph, self.settings
         label_ids, sets = strokes.label_ids, strokes.sets
         k = strokes.k
         # k − 1 non-trivial vectors carry k clusters (the constant is projected out); a k-th
         # from the bulk of the spectrum scrambles the embedding (84.7% vs ≥ 98% on a test image).
         m = n_vectors(o["n_vectors"], k)
-        t = time.perf_counter()
         pencil = Pencil(g.laplacian, g.degrees)
-        rng = np.random.default_rng(o["seed"])
-        if self.amg is None:  # no strokes in the graph: one hierarchy serves every edit
-            cancel.progress("multigrid hierarchy (once per image)")
-            self.amg = amg_preconditioner(g.laplacian, g.degrees, theta=o["amg_theta"],
-                                          cancel=cancel)
-            timings["amg_setup"] = time.perf_counter() - t
-            t = time.perf_counter()   # "eigensolver" is the solve alone, as in FAST-GE
-        X0 = self._X if (self._X is not None and self._X.shape[1] == m) else \
-            random_start(self.amg, g.n, m, rng, cancel)
-        settings = SolveSettings(maxiter=o["maxiter"], eig_tol=o["eig_tol"], res_tol=o["res_tol"],
+        rng = np.random.default_rng(o["seed"])   # the random start's, then k-means'
+        settings = SolveSettings(theta=o["amg_theta"], maxiter=o["maxiter"], eig_tol=o["eig_tol"],
+                                 res_tol=o["res_tol"], warm_start=True,
                                  on_nonconvergence=o["on_nonconvergence"])
-        cancel.progress("eigenvectors")
-        lam, X, diag = solve(EigenProblem(pencil, m, start=X0, settings=settings), "lobpcg",
-                             cancel, preconditioner=self.amg)
-        self._X = X
-        timings["eigensolver"] = time.perf_counter() - t
+        lam, X, diag = self.solver.eigenpairs(
+            EigenProblem(pencil, m, settings=settings, random=rng), cancel, timings)
         t = time.perf_counter()
         U, _, V = embed(X, pencil)
         codes = kmeans(U, k, restarts=max(o["kmeans_restarts"], 1), rng=rng, cancel=cancel)
@@ -97,4 +86,4 @@ class NCut(GraphMethod):
         # before they are set to it) and which labels it could not place; then the painted
         # pixels keep their label, as in every other method (issue 23: with 12–50 labels or
         # overlapping strokes, 2–12 per label were silently relabelled).
-        return Answer(labels, V, lam, diag)
+        return Segmentation(labels, label_ids, V, lam, diagnostics=diag)

@@ -97,7 +97,7 @@ from ..graphs.features import CHUNK
 from ..graphs.landmark import SparseCode, sparse_code
 from ..options import Option, override, without
 from ..strokes.reading import Strokes
-from .base import Answer
+from ..result import Segmentation
 from .landmark_base import (LANDMARK_OPTIONS, FeatureMethod, LandmarkDiagnostics,
                             round_landmark_embedding)
 
@@ -286,7 +286,7 @@ class SCPC(FeatureMethod):
         return super()._read_strokes(scribbles, None)
 
     def _solve(self, strokes: Strokes, cancel: CancelToken,
-               timings: dict[str, float]) -> Answer:
+               timings: dict[str, float]) -> Segmentation:
         """Landmarks, coding, constraint injection, SVD and k-means for the given strokes."""
         o = self.settings
         k = strokes.k
@@ -325,4 +325,4 @@ class SCPC(FeatureMethod):
         timings["partition"] = time.perf_counter() - t
         diag = LandmarkDiagnostics(code.p, k, code.feature_sigma, strokes.kept(labels),
                                    {"components": k, "propagated": propagated})
-        return Answer(labels, B, sv, diag)
+        return Segmentation(labels, strokes.label_ids, B, sv, diagnostics=diag)

@@ -20,6 +20,7 @@ from .degenerate import reround_degenerate
 from .embedding import embed
 from .kmeans import stable_anchored_kmeans
 from .labels import STROKE_AGREEMENT, stroke_agreement
+from .model_cost import MODEL_WEIGHT, model_costs
 from .sweep import ratio_cut, sweep_cut
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
@@ -32,6 +33,8 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
                        previous: np.ndarray | None = None,
                        colours: ImageColours | None = None,
                        colour_weight: float = COLOUR_WEIGHT,
+                       posteriors: np.ndarray | None = None,
+                       model_weight: float = MODEL_WEIGHT,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
 
@@ -52,6 +55,9 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
 
     ``colours`` (:class:`~segapp.partition.colour_model.ImageColours`): the sweep also
     weighs how well two Gaussian colour models explain the cut (``colour_weight``; issue 22).
+    ``posteriors`` ((n, 2), the labels' colour models' ``P_a(i)`` in the order of
+    ``cons.sets``): it also weighs their data term (``model_weight``,
+    :mod:`~segapp.partition.model_cost`).
     """
     k = cons.k
     U, _, V = embed(X, pencil)
@@ -64,8 +70,10 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     if k == 2 and k2_partition == "sweep":
         x = V[:, 0]
         low = int(np.mean(x[cons.sets[0]]) > np.mean(x[cons.sets[1]]))  # label of the low side
+        model = None if posteriors is None else model_costs(posteriors, low)
         mask = sweep_cut(x, pencil, cons, previous=None if before is None else before == low,
-                         colours=colours, colour_weight=colour_weight).astype(np.int64)
+                         colours=colours, colour_weight=colour_weight,
+                         model=model, model_weight=model_weight).astype(np.int64)
         # The prefix is label 0's side if label 0's strokes are mostly in it.
         codes = mask ^ 1 if np.mean(mask[cons.sets[0]]) >= 0.5 else mask
         if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:

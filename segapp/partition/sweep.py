@@ -6,8 +6,8 @@ arrays, and the constraint cliques' cuts in closed form from per-label prefix su
 (``cut(S) = c Σ_{a,b} s_a(S) (s_b − s_b(S))`` over the relevant label pairs).
 
 For photos the sweep also weighs two Gaussian colour models of the sides
-(:mod:`~segapp.partition.colour_model`, issue 22 item 2): it minimises
-``log ratio + w · c(S)``.
+(:mod:`~segapp.partition.colour_model`): it minimises ``log ratio + w · c(S)``, and, given
+the labels' own colour models, ``+ w_m · m(S)`` (:mod:`~segapp.partition.model_cost`).
 
 Refinement stability (issue 10): given the previous edit's answer, the sweep keeps the cut
 closest to it among the near-best ones (:func:`sweep_cut`), while that answer is itself a
@@ -25,6 +25,7 @@ from scipy.ndimage import minimum_filter1d
 from ..strokes.constraints import Constraints
 from .colour_model import (COLOUR_WEIGHT, ImageColours, partition_colour_cost,
                            prefix_colour_costs, strokes_differ_in_colour)
+from .model_cost import MODEL_WEIGHT, partition_model_cost, prefix_model_costs
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
     from ..solve.pencil import Pencil
@@ -120,7 +121,9 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
               previous: np.ndarray | None = None, tolerance: float = SWEEP_TOLERANCE,
               window: float = SWEEP_WINDOW, gate: float = PREVIOUS_GATE,
               colours: ImageColours | None = None,
-              colour_weight: float = COLOUR_WEIGHT) -> np.ndarray:
+              colour_weight: float = COLOUR_WEIGHT,
+              model: tuple[np.ndarray, np.ndarray] | None = None,
+              model_weight: float = MODEL_WEIGHT) -> np.ndarray:
     """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
 
     Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``
@@ -140,7 +143,9 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     minimises ``log ratio + colour_weight · c(S)`` instead, ``c`` the colour cost of two
     Gaussian colour models (:mod:`~segapp.partition.colour_model`); tolerance and gate are
     then ``log tolerance`` and ``log gate`` on that score (the same rule: with
-    ``colour_weight = 0`` the same cut).
+    ``colour_weight = 0`` the same cut). ``model`` (the per-pixel costs ``(−log P_lo,
+    −log P_hi)`` of the labels' own colour models, :func:`~segapp.partition.model_cost.model_costs`)
+    adds ``model_weight · m(S)`` to that score the same way.
     """
     ratio, order = sweep_ratios(x, pencil, constraints)
     n = x.shape[0]
@@ -150,6 +155,8 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
         colours = None  # the strokes' colours do not tell the labels apart
     if colours is not None and colour_weight > 0:
         score = score + colour_weight * prefix_colour_costs(colours.lab, order)
+    if model is not None and model_weight > 0:
+        score = score + model_weight * prefix_model_costs(model, order)
     best = int(np.argmin(score))
     if previous is not None and constraints is not None and gate < np.inf:
         # the two terms of ratio_cut are equal for two sides: each is the sweep's ratio
@@ -157,6 +164,8 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
                          np.finfo(float).tiny))
         if colours is not None and colour_weight > 0:
             own += colour_weight * partition_colour_cost(colours.lab, previous)
+        if model is not None and model_weight > 0:
+            own += model_weight * partition_model_cost(model, previous)
         if own > np.log(gate) + score[best]:
             previous = None
     if previous is not None:

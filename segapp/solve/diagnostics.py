@@ -1,6 +1,6 @@
 """What a solve did (:class:`SolverDiagnostics`) and what a solve that hit its cap means.
 
-Every eigensolve of :func:`segapp.solve.solve` returns one: block LOBPCG
+Every eigensolve of :meth:`segapp.solve.GraphSolver.eigenpairs` returns one: block LOBPCG
 (:mod:`segapp.solve.lobpcg`) fills it per iteration, FAST-GE's harmonic solve
 (:mod:`segapp.solve.harmonic`) from its potentials' CG or direct solve.
 :func:`handle_nonconvergence` applies the caller's policy (option ``on_nonconvergence``).

@@ -133,19 +133,6 @@ def with_strokes(Y: np.ndarray, fixed: np.ndarray, sets: list[np.ndarray]) -> np
     return Y
 
 
-def stroke_potentials(L: sp.csr_matrix, degrees: np.ndarray, sets: list[np.ndarray], *,
-                      theta: float = DEFAULT_THETA, tol: float = 1e-4, maxiter: int = 300,
-                      cancel: CancelToken = NEVER) -> np.ndarray:
-    """``Y`` (n × k): ``Y_a = E_a + φ_a``, every label's strokes extended harmonically.
-
-    One cold iterative solve (a hierarchy built for these strokes, no state kept); a caller
-    that solves again and again keeps a :class:`HarmonicSolver` and calls its
-    :meth:`~HarmonicSolver.potentials` (direct where it can).
-    """
-    return HarmonicSolver(L, degrees, theta=theta).potentials(
-        sets, tol=tol, maxiter=maxiter, linear_solver="iterative", cancel=cancel)
-
-
 def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
               tol: float = 1e-4, maxiter: int = 300, cancel: CancelToken = NEVER
               ) -> tuple[np.ndarray, int, np.ndarray]:

@@ -470,7 +470,7 @@ def test_an_edit_where_the_models_step_aside_keeps_the_other_solver_for_later():
     img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.03)
     method = FastGE.from_image(img)
     method.update(s)
-    first = method.harmonic
+    first = method.solver.harmonic
     assert first.shift > 0
     grey = s.copy()
     grey[:, 28:32] = 0
@@ -478,9 +478,9 @@ def test_an_edit_where_the_models_step_aside_keeps_the_other_solver_for_later():
     same[s == 2] = 0
     same[20, 10] = 2                        # label 2 now clicked on label 1's red
     method.update(same)
-    assert method.harmonic.shift == 0 and method.harmonic is not first
+    assert method.solver.harmonic.shift == 0 and method.solver.harmonic is not first
     method.update(s)
-    assert method.harmonic is first
+    assert method.solver.harmonic is first
 
 
 def test_a_new_appearance_weight_replaces_the_old_factor_instead_of_adding_one():
@@ -488,5 +488,34 @@ def test_a_new_appearance_weight_replaces_the_old_factor_instead_of_adding_one()
     method = FastGE.from_image(img)
     for a in (3.0, 1.0, 5.0, 0.0):
         method.update(s, appearance=a)
-        assert len(method._solvers) <= 2
-    assert sorted(shift for _, shift in method._solvers) == [0.0, 5.0 / method.graph.n]
+        assert len(method.solver._harmonic) <= 2
+    assert sorted(shift for _, shift in method.solver._harmonic) == [0.0, 5.0 / method.graph.n]
+
+
+def test_the_answer_says_why_lobpcg_ran_where_the_harmonic_solve_was_asked():
+    """Soft strokes and a k-th vector go to LOBPCG (the door's choice), and the diagnostics
+    say why; asking for LOBPCG adds no such note."""
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.03)
+    method = FastGE.from_image(img)
+    plain = method.update(s)
+    assert plain.diagnostics.linear_solver and not plain.diagnostics.notes
+    soft = method.update(s, confidence=np.where(s > 0, 0.8, 0.0))
+    assert not soft.diagnostics.linear_solver
+    assert any("not the harmonic potentials: soft strokes" in n
+               for n in soft.diagnostics.notes), soft.diagnostics
+    kth = method.update(s, n_vectors=2)
+    assert any("2 vectors asked for 2 labels" in n for n in kth.diagnostics.notes)
+    asked = method.update(s, eigensolver="lobpcg")
+    assert not asked.diagnostics.notes
+
+
+def test_fastge_builds_no_solver_itself():
+    """The solve door (segapp.solve.GraphSolver) chooses and builds every solver: FAST-GE,
+    the normalized cut and CCSKL import none of solve/'s solver modules."""
+    from pathlib import Path
+    here = Path(segapp.__file__).parent / "methods"
+    for name in ("fastge.py", "ncut.py", "ccskl.py"):
+        text = (here / name).read_text(encoding="utf-8")
+        for module in ("harmonic", "lobpcg", "direct", "ordering"):
+            assert f"solve.{module} import" not in text, (name, module)
+        assert "amg_preconditioner" not in text and "HarmonicSolver(" not in text, name

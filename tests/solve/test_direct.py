@@ -330,7 +330,7 @@ def test_iterative_fallback_without_cholmod(monkeypatch):
     second = sess.update(s2)
     for r in (first, second):
         assert "direct" not in r.diagnostics.reason and r.diagnostics.converged
-    assert sess._method.harmonic.direct is None
+    assert sess._method.solver.harmonic.direct is None
 
 
 def test_image_graph_only():
@@ -354,7 +354,7 @@ def test_session_prepares_in_the_background_and_the_next_edit_is_an_update():
     sess = segapp.Session(img, stable_refinement=False, appearance=0)
     sess.update(s)
     sess.wait_prepared()
-    assert sess._method.harmonic.direct.base is not None
+    assert sess._method.solver.harmonic.direct.base is not None
     s2 = s.copy()
     s2[40, 50:60] = 1
     r = sess.update(s2)

@@ -1,6 +1,7 @@
-"""segapp.solve.solve, the one eigensolver entry of the graph methods, against dense ``eigh``;
-the choice of method, non-convergence, cancellation, and Session.prepare's hook (the normalized
-cut that calls the entry: ``tests/methods/test_ncut.py``)."""
+"""segapp.solve's door, :class:`GraphSolver`, the one solve entry of the graph methods: its
+LOBPCG pairs against dense ``eigh``, the choice of eigensolver (and its reason), the warm and
+random starts, the bound on the harmonic solvers it keeps, non-convergence, cancellation, and
+Session.prepare's hook (the normalized cut that calls the entry: ``tests/methods/test_ncut.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import scipy.linalg as sla
 import segapp
 from segapp.cancel import CancelToken
 from segapp.solve import cholmod
-from segapp.solve import EigenProblem, SolveSettings, choose_method, random_start, solve
+from segapp.solve import (EigenProblem, GraphSolver, SolveSettings, choose_eigensolver,
+                          random_start)
 from segapp.solve.amg import amg_preconditioner
 from segapp.errors import Cancelled, SolverError
 from segapp.graphs.image import image_graph
@@ -39,13 +41,19 @@ def lobpcg_problem(pencil, X0, **settings):
     return EigenProblem(pencil, X0.shape[1], start=X0, settings=SolveSettings(**settings))
 
 
+def solve(problem, cancel=None, *, graph):
+    """One solve through a new door (LOBPCG from the problem's start block)."""
+    door = GraphSolver(graph.laplacian, graph.degrees)
+    return door.eigenpairs(problem, cancel) if cancel is not None else door.eigenpairs(problem)
+
+
 @pytest.mark.parametrize("method", ["lobpcg", "segapp"])     # "segapp": the old name
 def test_lobpcg_pairs_match_dense_eigh(ncut_pencil, method):
     g, pencil = ncut_pencil
     M = amg_preconditioner(g.laplacian, g.degrees)
     X0 = random_start(M, g.n, 3, np.random.default_rng(1))
-    lam, X, diag = solve(lobpcg_problem(pencil, X0, maxiter=500, eig_tol=1e-12, res_tol=1e-9),
-                         method, preconditioner=M)
+    lam, X, diag = solve(lobpcg_problem(pencil, X0, eigensolver=method, maxiter=500,
+                                        eig_tol=1e-12, res_tol=1e-9), graph=g)
     ref = dense_reference(g, 3)
     np.testing.assert_allclose(lam, ref, rtol=1e-5, atol=1e-9 * ref.max())
     assert diag.converged and diag.preconditioner_applications > 0
@@ -70,44 +78,83 @@ def test_nonconvergence_raises_or_warns_with_the_advice(ncut_pencil):
     X0 = random_start(M, g.n, 2, np.random.default_rng(0))
     tight = dict(maxiter=1, eig_tol=1e-15, res_tol=1e-15)
     with pytest.raises(SolverError, match="did not converge.*try fewer widgets") as info:
-        solve(lobpcg_problem(pencil, X0, advice="try fewer widgets", **tight),
-              preconditioner=M)
+        solve(lobpcg_problem(pencil, X0, advice="try fewer widgets", **tight), graph=g)
     assert info.value.diagnostics.iterations == 1 and not info.value.diagnostics.converged
     with pytest.warns(RuntimeWarning, match="did not converge"):
         lam, X, diag = solve(lobpcg_problem(pencil, X0, on_nonconvergence="warn", **tight),
-                             preconditioner=M)
+                             graph=g)
     assert X.shape == (g.n, 2) and not diag.converged
 
 
-def test_the_harmonic_path_needs_its_solver_and_lobpcg_its_start(ncut_pencil):
+def test_lobpcg_needs_a_start_and_an_eigensolver_it_knows(ncut_pencil):
     g, pencil = ncut_pencil
-    with pytest.raises(ValueError, match="HarmonicSolver"):
-        solve(EigenProblem(pencil, 1), "harmonic")
-    with pytest.raises(ValueError, match="start block"):
-        solve(EigenProblem(pencil, 1), "lobpcg")
+    with pytest.raises(ValueError, match="needs a start"):
+        solve(EigenProblem(pencil, 1), graph=g)
     with pytest.raises(ValueError, match="unknown eigensolver"):
-        solve(EigenProblem(pencil, 1), "scipy")
+        solve(EigenProblem(pencil, 1, settings=SolveSettings(eigensolver="scipy")), graph=g)
 
 
-def test_choose_method():
-    problem = EigenProblem(None, 2, sets=(np.array([0]), np.array([1]), np.array([2])))
-    yes, no = (lambda: True), (lambda: False)
-    assert choose_method("harmonic", problem, soft=False, connected=yes) == "harmonic"
-    assert choose_method("harmonic", problem, soft=True, connected=yes) == "lobpcg"
-    assert choose_method("harmonic", problem, soft=False, connected=no) == "lobpcg"
-    k_th = EigenProblem(None, 3, sets=problem.sets)
-    assert choose_method("harmonic", k_th, soft=False, connected=yes) == "lobpcg"
-    for name in ("lobpcg", "segapp"):
-        assert choose_method(name, problem, soft=False, connected=yes) == "lobpcg"
+def test_a_random_start_draws_from_the_problems_generator(ncut_pencil):
+    """The door's ``M G`` start is that of :func:`random_start` from the same generator (the
+    normalized cut's k-means draws on from it), and a warm start reuses the last vectors."""
+    g, pencil = ncut_pencil
+    settings = SolveSettings(maxiter=500, eig_tol=1e-12, res_tol=1e-9, warm_start=True)
+    door = GraphSolver(g.laplacian, g.degrees)
+    rng = np.random.default_rng(4)
+    lam, X, diag = door.eigenpairs(EigenProblem(pencil, 2, settings=settings, random=rng))
+    assert not diag.warm_start
+    M = amg_preconditioner(g.laplacian, g.degrees)
+    by_hand = solve(lobpcg_problem(pencil, random_start(M, g.n, 2, np.random.default_rng(4)),
+                                   maxiter=500, eig_tol=1e-12, res_tol=1e-9), graph=g)
+    np.testing.assert_allclose(lam, by_hand.values, rtol=1e-12)
+    after = np.random.default_rng(4)
+    after.standard_normal((g.n, 2))                        # what the start drew, no more
+    assert rng.bit_generator.state == after.bit_generator.state
+    again = door.eigenpairs(EigenProblem(pencil, 2, settings=settings, random=rng))
+    assert again.diagnostics.warm_start and again.diagnostics.iterations <= 2
+    np.testing.assert_allclose(again.values, lam, rtol=1e-8)
+
+
+def test_choose_eigensolver_says_why_not_the_harmonic_path():
+    sets = (np.array([0]), np.array([1]), np.array([2]))
+    harmonic = SolveSettings(eigensolver="harmonic")
+    problem = EigenProblem(None, 2, sets=sets, settings=harmonic)
+    assert choose_eigensolver(problem, True) == ("harmonic", "")
+    assert choose_eigensolver(problem, lambda: True) == ("harmonic", "")
+    soft = EigenProblem(None, 2, sets=sets, settings=harmonic, soft=True)
+    assert choose_eigensolver(soft, True) == ("lobpcg", "LOBPCG, not the harmonic "
+                                              "potentials: soft strokes")
+    name, why = choose_eigensolver(problem, lambda: False)
+    assert name == "lobpcg" and "no stroke reaches" in why
+    name, why = choose_eigensolver(EigenProblem(None, 3, sets=sets, settings=harmonic), True)
+    assert name == "lobpcg" and "3 vectors asked for 3 labels" in why
+    for asked in ("lobpcg", "segapp"):
+        problem = EigenProblem(None, 2, sets=sets, settings=SolveSettings(eigensolver=asked))
+        assert choose_eigensolver(problem, True) == ("lobpcg", "")
+
+
+def test_the_door_keeps_at_most_two_harmonic_solvers(ncut_pencil):
+    """The plain one and the current shift's; a new theta replaces both."""
+    g, _ = ncut_pencil
+    door = GraphSolver.of(g)
+    plain = door.harmonic_solver(0.25)
+    first = door.harmonic_solver(0.25, 1e-3)
+    assert door.harmonic_solver(0.25) is plain and door.harmonic is plain
+    door.harmonic_solver(0.25, 2e-3)
+    assert sorted(door._harmonic) == [(0.25, 0.0), (0.25, 2e-3)] and first.shift == 1e-3
+    door.harmonic_solver(0.5)
+    assert list(door._harmonic) == [(0.5, 0.0)]
 
 
 def test_cancel_reaches_the_v_cycle_and_lobpcg(ncut_pencil):
     g, pencil = ncut_pencil
     M = amg_preconditioner(g.laplacian, g.degrees)
     X0 = random_start(M, g.n, 2, np.random.default_rng(0))
+    door = GraphSolver(g.laplacian, g.degrees)
+    door.eigenpairs(lobpcg_problem(pencil, X0))          # its hierarchy: built once
     polls = []
-    solve(lobpcg_problem(pencil, X0), cancel=CancelToken(lambda: polls.append(1) and False),
-          preconditioner=M)
+    door.eigenpairs(lobpcg_problem(pencil, X0),
+                    CancelToken(lambda: polls.append(1) and False))
     total = len(polls)
     for stop_at in (1, total // 2, total):
         count = [0]
@@ -116,7 +163,7 @@ def test_cancel_reaches_the_v_cycle_and_lobpcg(ncut_pencil):
             count[0] += 1
             return count[0] >= stop_at
         with pytest.raises(Cancelled):
-            solve(lobpcg_problem(pencil, X0), cancel=CancelToken(cancel), preconditioner=M)
+            door.eigenpairs(lobpcg_problem(pencil, X0), CancelToken(cancel))
     M(X0)                                     # nothing of a solve's token stays on M
     with pytest.raises(Cancelled):            # the set-up checks too
         amg_preconditioner(g.laplacian, g.degrees, cancel=CancelToken(lambda: True))
