@@ -46,6 +46,7 @@ when the method is built, on k when the strokes are read. ``--help``, ``segapp m
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
@@ -105,6 +106,8 @@ class Option:
     refusal : str
         The message refusing a bad value (``{value!r}`` is filled in) where one predates the
         declaration and is kept word for word; otherwise it is generated (:meth:`expects`).
+    file : bool
+        A string option naming a file that must exist when the value is checked ('' = none).
     """
 
     name: str
@@ -118,6 +121,7 @@ class Option:
     none_ok: bool = False
     none_means: str = ""
     refusal: str = ""
+    file: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in (int, float, bool, str):
@@ -151,7 +155,7 @@ class Option:
         elif self.choices is not None:
             what = "one of " + ", ".join(map(repr, self.choices))
         elif self.type is str:
-            what = "a string"
+            what = "the path of an existing file, or ''" if self.file else "a string"
         else:
             what = "an integer" if self.type is int else "a finite number"
             if self.low is not None and self.high is not None:
@@ -197,7 +201,7 @@ class Option:
             if not math.isfinite(v):
                 raise self._fail(value)
         else:
-            if not isinstance(value, str):
+            if not isinstance(value, str) or (self.file and value and not os.path.isfile(value)):
                 raise self._fail(value)
             v = value
         if self.choices is not None and v not in self.choices:

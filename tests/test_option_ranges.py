@@ -37,6 +37,8 @@ def _inside(o: Option) -> list:
     """The values at the option's bounds (and its choices, None where allowed)."""
     if o.type is bool:
         return [True, False]
+    if o.type is str and o.choices is None:
+        return [o.default]  # a free string (a file's path, fastge's carry): no bounds
     values = list(o.choices) if o.choices is not None else \
         [o.type(b) for b in (o.low, o.high) if b is not None]
     return values + ([None] if o.none_ok else [])

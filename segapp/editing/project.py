@@ -13,9 +13,13 @@ Layout (everything segapp writes sits in one sub-folder, which the image list sk
                                             ``segapp batch FOLDER -s FOLDER/segapp/strokes``
                                             pairs them (pattern ``{stem}.png``)
     FOLDER/segapp/masks/photo1.png          the answer: an indexed PNG in the schema's colours
+    FOLDER/segapp/appearance.json           what the finished images taught: each label's
+                                            colour models (:mod:`segapp.appearance.carry`),
+                                            which suggest the next image's answer and seed
+                                            FAST-GE's (``segapp segment --carry``)
 
 An image is *untouched* without a strokes file, *in progress* with one, and *done* once the
-person said so (and it has an answer). Every file is written atomically. One app at a time
+person said so (and it has an answer: painted, or a suggestion accepted, :meth:`accept`). Every file is written atomically. One app at a time
 works on a folder (:meth:`FolderProject.lock`).
 """
 
@@ -27,12 +31,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InvalidInputError
 from .schema import LabelSchema, read_schema
+
+if TYPE_CHECKING:
+    from ..appearance.carry import LearntAppearance
 
 __all__ = ["FolderProject", "ProjectFiles", "UNTOUCHED", "IN_PROGRESS", "DONE", "DATA_FOLDER",
            "list_images", "is_project_folder"]
@@ -40,6 +47,7 @@ __all__ = ["FolderProject", "ProjectFiles", "UNTOUCHED", "IN_PROGRESS", "DONE", 
 UNTOUCHED, IN_PROGRESS, DONE = "untouched", "in progress", "done"
 DATA_FOLDER = "segapp"
 SCHEMA_FILE, STATE_FILE, LOCK_FILE = "labels.json", "project.json", "lock"
+APPEARANCE_FILE = "appearance.json"  # segapp.appearance.carry.APPEARANCE_FILE
 STATE_FORMAT, STATE_VERSION = "segapp-project", 1
 
 
@@ -239,6 +247,70 @@ class FolderProject:
 
     def has_answer(self, image: Path) -> bool:
         return self.files(image).mask.is_file()
+
+    # -- what the finished images taught (segapp.appearance.carry) --------------------------
+    @property
+    def appearance_path(self) -> Path:
+        return self.data / APPEARANCE_FILE
+
+    def read_appearance(self) -> "LearntAppearance":
+        """The folder's learnt appearance (empty before the first image is learnt).
+
+        Raises
+        ------
+        InvalidInputError
+            The file is there but cannot be read.
+        """
+        from ..appearance.carry import LearntAppearance
+
+        path = self.appearance_path
+        return LearntAppearance.read(path) if path.is_file() else LearntAppearance()
+
+    def learn(self, image: Path, pixels: np.ndarray, answer: np.ndarray,
+              scribbles: np.ndarray | None = None) -> int:
+        """Learn each label's colours from a finished image (its pixels in [0, 1], answer
+        and strokes) and write the folder's appearance file; returns the number of images
+        learnt. A file that cannot be read is started again (it only holds what the
+        images' answers hold)."""
+        from ..appearance.carry import LearntAppearance
+
+        try:
+            learnt = self.read_appearance()
+        except InvalidInputError:
+            learnt = LearntAppearance()
+        learnt.learn(Path(image).name, pixels, answer, scribbles)
+        self.data.mkdir(parents=True, exist_ok=True)
+        learnt.save(self.appearance_path)
+        return len(learnt.images)
+
+    def unlearn(self, image: Path) -> None:
+        """Forget what ``image`` taught (it is no longer done)."""
+        path = self.appearance_path
+        if not path.is_file():
+            return
+        learnt = self.read_appearance()
+        if Path(image).name in learnt.images:
+            learnt.forget(Path(image).name)
+            learnt.save(path)
+
+    def accept(self, image: Path, answer: np.ndarray,
+               scribbles: np.ndarray | None = None) -> str:
+        """Keep ``answer`` (label ids, e.g. a suggestion of :mod:`segapp.appearance.carry`)
+        as the answer of ``image`` with the strokes painted on it (none: no strokes file),
+        and mark the image done; returns its status."""
+        from ..exports.indexed import indexed_png
+        from ..io import write_pngs_atomic
+
+        if scribbles is not None and np.any(scribbles):
+            self.save_work(image, scribbles, answer)
+        else:
+            files = self.files(image)
+            files.mask.parent.mkdir(parents=True, exist_ok=True)
+            write_pngs_atomic([(files.mask, indexed_png(answer, self.schema))], overwrite=True)
+            with contextlib.suppress(FileNotFoundError):
+                files.strokes.unlink()  # the answer is the suggestion's, not older strokes'
+        self.done.add(Path(image).name)
+        return self.status(image)
 
     # -- the project's own files -----------------------------------------------------------
     def state_json(self) -> str:

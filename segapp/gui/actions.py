@@ -39,6 +39,11 @@ SPECS: tuple[Spec, ...] = (
     _s("next_image", "&Next Image", "PgDown", tip="The image after this one in the folder"),
     _s("mark_done", "Mark &Done and Go On", "Ctrl+Return", "Ctrl+Enter",
        tip="This image is finished: mark it done and open the next image not done"),
+    _s("accept_suggestion", "&Accept Suggestion and Go On", "Ctrl+Shift+Return",
+       tip="Keep the answer suggested from the folder's finished images as this image's "
+           "answer: mark it done and open the next image not done"),
+    _s("dismiss_suggestion", "D&ismiss Suggestion",
+       tip="Hide the suggested answer of this image (painting starts from nothing)"),
     _s("import_scribbles", "&Import Scribbles / Labels…", "Ctrl+I", icon="import",
        tip="Load strokes from a label-id PNG or a colour-stroke PNG (as segapp segment reads "
            "them); undoable"),
@@ -118,7 +123,8 @@ GESTURES: tuple[tuple[str, str], ...] = (
 
 MENUS: tuple[tuple[str, tuple[str | None, ...]], ...] = (
     ("&File", ("open", "open_folder", "@recent", "@samples", "import_scribbles", None,
-               "previous_image", "next_image", "mark_done", None, "save_session",
+               "previous_image", "next_image", "mark_done", "accept_suggestion",
+               "dismiss_suggestion", None, "save_session",
                "save_session_as", None, "@export", None, "load_schema", "save_schema", None,
                "quit")),
     ("&Edit", ("undo", "redo", None, "clear_label", "clear_all")),

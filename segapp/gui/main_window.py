@@ -148,6 +148,8 @@ class MainWindow(QMainWindow):
             "open_folder": doc.open_folder_dialog,
             "previous_image": lambda: doc.go(-1), "next_image": lambda: doc.go(1),
             "mark_done": lambda: doc.mark_done(),
+            "accept_suggestion": lambda: doc.accept_suggestion(),
+            "dismiss_suggestion": doc.dismiss_suggestion,
             "export_soft": lambda: doc.export_dialog(("soft",)),
             "export_coco": lambda: doc.export_dialog(("labels", "coco")),
             "export_dataset": doc.export_dataset_dialog,

@@ -31,6 +31,7 @@ Ritz value govern the stopping test (measured 133 vs 10 iterations in early expe
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -40,6 +41,7 @@ from ..solve import (DEFAULT_THETA, EIGENSOLVERS, EigenProblem, Eigenpairs, Grap
                      SolveSettings, canonical_eigensolver)
 from .answer_memory import AnswerMemory, strokes_key
 from ..cancel import CancelToken
+from ..errors import InvalidInputError
 from ..strokes.constraints import Constraints, build_constraints
 from ..strokes.reading import Strokes
 from ..graphs import Graph
@@ -55,6 +57,9 @@ from .graph_method import GRAPH_OPTIONS, GraphMethod
 
 #: Default ``appearance``, γ·n (issue 31; the scan behind it in docs/quality.md).
 APPEARANCE = 3.0
+#: The share of the carried suggestion in a label's first colour model (``carry``; the
+#: painted pixels make the rest): benchmarks/carry.py, CHANGELOG.md.
+CARRY_SHARE = 0.25
 #: Default ``appearance_rounds``.
 APPEARANCE_ROUNDS = 1
 
@@ -137,6 +142,11 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            f"share of the image's larger side (GrabCut's region: {RADIUS}); 0 = the painted "
            "pixels only (the default: on the dev photos the region lowered the first answer)",
            "solve", low=0.0, high=4.0),
+    # Issue 32 item 6: what a folder's finished images taught (segapp.appearance.carry).
+    Option("carry", str, "", "a folder's learnt appearance (segapp-appearance JSON, "
+           "FOLDER/segapp/appearance.json): the colour models' first round also learns from "
+           "the answer its models suggest for the labels painted here; '' = none", "solve",
+           file=True),
     SEED,
 )
 
@@ -158,6 +168,7 @@ class FastGE(GraphMethod):
         #: hierarchies from edit to edit.
         self.solver = GraphSolver.of(graph)
         self._palette: ColourPalette | None = None
+        self._carried: tuple[tuple, np.ndarray] | None = None  # (file and labels, posteriors)
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
 
@@ -261,6 +272,11 @@ class FastGE(GraphMethod):
             given = np.searchsorted(cons.label_ids, learned).astype(np.int64)
             given[painted >= 0] = -1
             A = pal.bin_weights(given, k)
+        elif self.settings["carry"]:
+            # the folder's suggestion among the labels painted here, as a soft first answer
+            # that makes CARRY_SHARE of each label's model (the painted pixels the rest)
+            A = pal.bin_sums(self._carried_posteriors(cons) * (painted < 0)[:, None])
+            A *= (CARRY_SHARE / (1.0 - CARRY_SHARE)) * W.sum(0) / np.maximum(A.sum(0), 1e-12)
         elif self.settings["locality"]:
             near = locality_weights(self.graph.shape, cons.sets, self.settings["locality"])
             near[painted >= 0] = 0.0
@@ -273,6 +289,23 @@ class FastGE(GraphMethod):
         prior = label_posteriors(pal, fit_label_models(pal, W, noise=self.colours.noise))
         timings["appearance"] = timings.get("appearance", 0.0) + time.perf_counter() - t
         return prior
+
+    def _carried_posteriors(self, cons: Constraints) -> np.ndarray:
+        """(n, k): the ``carry`` file's label posteriors of the painted labels, kept while
+        the file and the labels stay (:mod:`segapp.appearance.carry`)."""
+        from ..appearance.carry import LearntAppearance
+
+        path = self.settings["carry"]
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise InvalidInputError(f"carry: cannot read {path}: "
+                                    f"{(exc.strerror or str(exc)).lower()}") from None
+        key = (path, st.st_mtime_ns, st.st_size, tuple(cons.label_ids))
+        if self._carried is None or self._carried[0] != key:
+            learnt = LearntAppearance.read(path)
+            self._carried = (key, learnt.posteriors(self.palette, list(cons.label_ids)))
+        return self._carried[1]
 
     def _recall(self, cons: Constraints, soft: bool
                 ) -> tuple[bytes | None, tuple[int, np.ndarray, np.ndarray | None] | None]:
