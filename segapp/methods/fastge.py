@@ -79,8 +79,10 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "colour term (two Gaussian colour models, nats per pixel) against log(cut ratio), "
            "used where the strokes' colours differ beyond noise; 0 = FAST-GE's ratio alone",
            "solve", low=0.0, high=100.0),
-    # GrabCut-dev, 25 photos at full size, robot strokes (docs/quality.md "Objects"):
-    # NoC@90 6.88 without the term, 6.16 with weight 1 (first answer 0.541 → 0.547).
+    # GrabCut-dev, 25 photos at full size, robot strokes, NoC@90 / drops of 450 strokes:
+    # without the term 6.88 / 16; weight 0.5 6.08 / 18, 1 6.16 / 18, 2 6.16 / 20; the term
+    # instead of colour_weight's (weight 1, 3) 7.28, 7.20. BSDS-dev at 1: 14.96 → 14.62;
+    # clicks at 1: 8.76 → 7.40 (docs/quality.md "The default on the full dev sets").
     Option("model_weight", float, MODEL_WEIGHT, "two-label sweep: weight of the data term of "
            "the labels' own colour models (GrabCut's: −log of each pixel's posterior, nats "
            "per pixel) where the colour models are used; 0 = without it",

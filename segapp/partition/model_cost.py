@@ -27,8 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 #: Weight ``w_m`` of :func:`prefix_model_costs` in the two-label sweep (FastGE option
-#: ``model_weight``). Measured on GrabCut-dev (25 photos, full size, robot strokes;
-#: docs/quality.md "Objects"): see the option's declaration for the scan.
+#: ``model_weight``; the scan on the dev sets is beside that option's declaration).
 MODEL_WEIGHT = 1.0
 #: Smallest posterior a pixel's cost reads (module doc).
 POSTERIOR_FLOOR = 1e-3
