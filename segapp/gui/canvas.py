@@ -383,7 +383,7 @@ class Canvas(QGraphicsView):
         return ToolContext(
             model=self.model, label=self.state.paint_label(), radius=self.brush_radius(),
             unlabelled_only=self.state.unlabelled_only,
-            result=None if shown is None or shown.result.preview else shown.labels,
+            result=None if shown is None or shown.preview else shown.labels,
             fill=lambda x, y: emit(self.fillRequested, x, y),
             choose=lambda label: emit(self.labelPicked, label),
             say=lambda text: emit(self.message, text))

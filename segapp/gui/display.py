@@ -20,7 +20,7 @@ from .canvas import Canvas
 from .edits import region_at
 from .qtcompat import emit
 from .renderer import Renderer
-from .state import AppState, Shown
+from .state import AppState
 from ..live import Result
 from .worker import SegmentationWorker
 from . import words
@@ -128,7 +128,7 @@ class Display(QObject):
     # always the strokes on screen: request() asks for self.tag or cancels. So what arrives
     # here is for self.tag, and no second check is needed.
     def _on_result(self, tag: Any, result: Result, cached: bool) -> None:
-        self.state.shown = Shown(tag, result, cached=cached)
+        self.state.shown = result.shown(tag, cached)
         heat = self.state.heatmap
         if heat >= result.n_vectors:
             self.state.heatmap = -1
@@ -147,7 +147,7 @@ class Display(QObject):
 
     def _on_preview(self, tag: Any, result: Result) -> None:
         if self.state.shown is None or self.state.shown.tag != tag:
-            self.state.shown = Shown(tag, result)
+            self.state.shown = result.shown(tag)
             emit(self.details, words.result_details(result.segmentation))
             emit(self.status, f"Coarse preview (hatched) after {result.seconds:.2f} s, the "
                               "answer follows…")
@@ -172,7 +172,7 @@ class Display(QObject):
         share = f" {progress.fraction:.0%}" if progress.fraction is not None else ""
         shown = self.state.shown
         preview = ("coarse preview (hatched) shown, the answer follows: " if shown is not None
-                   and shown.tag == self.tag and shown.result.preview else "")
+                   and shown.tag == self.tag and shown.preview else "")
         emit(self.status, f"{progress.method}: {preview}{progress.stage}…{share} "
                           f"{seconds:.0f} s")
         emit(self.progress, progress.fraction, seconds)
@@ -185,16 +185,16 @@ class Display(QObject):
         self._progress = None
         self._ticker.stop()
         shown = self.state.shown
-        if shown is not None and shown.tag == self.tag and shown.result.preview:
+        if shown is not None and shown.tag == self.tag and shown.preview:
             text = (f"stopped; showing the coarse preview (hatched) of "
-                    f"{shown.result.segmentation.method}")
+                    f"{shown.segmentation.method}")
         elif self.tag is None or (shown is not None and shown.tag == self.tag):
             text = self._status
         elif shown is None:
             text = "stopped: no answer yet (paint a stroke to segment again)"
         else:
             text = (f"stopped; showing the earlier answer "
-                    f"({shown.result.segmentation.method})")
+                    f"({shown.segmentation.method})")
         if text != self._said:
             emit(self.status, text)
         emit(self.progress, None, -1.0)
@@ -213,10 +213,10 @@ class Display(QObject):
             self.renderer.clear("overlay")
             return
         labels, colors, boundaries = shown.labels, self.state.colors(), self.state.boundaries
-        unsure, seg = self.state.unsure, shown.result.segmentation
-        preview, hidden = shown.result.preview, self.state.hidden_labels()
+        unsure, seg = self.state.unsure, shown.segmentation
+        preview, hidden = shown.preview, self.state.hidden_labels()
         # kept by what it shows: the undo or redo of a stroke gets its overlay back at once
-        key = (shown.tag, shown.result.preview, tuple(sorted(colors.items())), boundaries,
+        key = (shown.tag, shown.preview, tuple(sorted(colors.items())), boundaries,
                unsure, hidden)
 
         def layer() -> Any:

@@ -77,9 +77,8 @@ class HeatmapPanel(QWidget):
         state.events.heatmap.connect(self._on_heatmap)
 
     def _on_shown(self, shown: object) -> None:
-        result = getattr(shown, "result", None)
-        if result is None or result.segmentation is not self._shown:
-            self.set_result(result)
+        if shown is None or getattr(shown, "segmentation", None) is not self._shown:
+            self.set_result(shown)
 
     def _on_heatmap(self, index: int) -> None:
         if index < 0:

@@ -18,13 +18,13 @@ their own; the canvas and the exporter read the same fields and draw with the sa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
 
 from ..editing import MAX_LABELS, TOOLS as TOOL_TABLE, AnnotationModel, Emitter, History
 from ..io import render
+from ..live.results import Result
 
 T = TypeVar("T")
 
@@ -96,21 +96,6 @@ def _label(v: Any) -> int:
 # --------------------------------------------------------------------------------------------
 # the app state
 # --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Shown:
-    """A result on display and the request tag (image, stroke set, method, options) it is for."""
-
-    tag: Any
-    result: Any  # segapp.live.Result: the Segmentation and its heat-map colour ranges
-    cached: bool = False
-
-    @property
-    def segmentation(self) -> Any:
-        return self.result.segmentation
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.result.segmentation.labels
 
 
 class AppState:
@@ -134,7 +119,8 @@ class AppState:
     boundaries = Field(False, bool, "draw only the region boundaries")
     unsure = Field(False, bool, "stripe where the answer is least sure: where to paint next")
     heatmap = Field(-1, int, "eigenvector shown full size over the image, -1 for none")
-    shown = Field(None, doc="the Shown segmentation, or None")
+    shown = Field(None, doc="the result on display (segapp.live.Result, with its request "
+                  "tag), or None")
     method = Field("fastge", str, "segmentation method")
     options = Field((), tuple, "(name, value) pairs of the method's options, sorted")
 
@@ -207,9 +193,9 @@ class AppState:
     def overlay_opacity(self) -> float:
         return render.overlay_opacity(self.opacity, self.boundaries)
 
-    def heatmap_rgb(self, index: int, shown: Shown | None = None) -> np.ndarray:
+    def heatmap_rgb(self, index: int, shown: Result | None = None) -> np.ndarray:
         """Full-size heat map of eigenvector ``index`` in the colour range the panel shows."""
         shown = shown or self.shown
         assert shown is not None
         v = np.asarray(shown.segmentation.eigenvectors)[..., index]
-        return render.heatmap(v, vmax=shown.result.vmax[index])
+        return render.heatmap(v, vmax=shown.vmax[index])

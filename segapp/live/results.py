@@ -1,4 +1,5 @@
-"""A solved Segmentation made ready to show, and finished results kept for undo and redo.
+"""A solved Segmentation made ready to show (and, once shown, the request it answers), and
+finished results kept for undo and redo.
 
 :class:`ResultCache` is the app's undo cache: a stroke set segmented before is shown again at
 once, labels, heat maps and all, without a solve. It sits in front of the method's own
@@ -9,7 +10,7 @@ the eigenvectors (see that module for why both stay).
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Hashable
 
 import numpy as np
@@ -24,7 +25,13 @@ CACHE_BYTES = 768 * 2**20
 
 @dataclass(frozen=True)
 class Result:
-    """A segmentation with what a viewer needs to show it without further work."""
+    """A segmentation with what a viewer needs to show it without further work; on display
+    (:meth:`shown`), also the request it answers and whether it came from the cache.
+
+    The last of the three types from solve to screen: ``Eigenpairs`` (solve → method),
+    :class:`segapp.Segmentation` (method → Session, CLI, library), this one (the app's worker
+    and its display).
+    """
 
     segmentation: Any  # segapp.Segmentation
     vmax: tuple[float, ...]  # colour range of each eigenvector's heat map (render.robust_vmax)
@@ -34,6 +41,18 @@ class Result:
     unplaced: tuple[int, ...] = ()
     #: how many eigenvectors (known without bringing a working copy's to full resolution)
     n_vectors: int = 0
+    #: on display: the request tag it answers (image, stroke set, method, options), else None
+    tag: Any = None
+    #: on display: taken from the undo cache, not solved for this request
+    cached: bool = False
+
+    def shown(self, tag: Any, cached: bool = False) -> "Result":
+        """This result as displayed for request ``tag`` (a copy; the segmentation shared)."""
+        return replace(self, tag=tag, cached=cached)
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.segmentation.labels
 
     @property
     def thumbnail_vectors(self) -> np.ndarray:

@@ -93,8 +93,6 @@ def test_a_folder_keeps_each_images_work_and_goes_from_image_to_image(tmp_path):
     """The folder part of the controller alone: no question is asked, the work is written."""
     from PIL import Image
 
-    from segapp.gui.state import Shown
-
     folder = tmp_path / "photos"
     folder.mkdir()
     for name in ("a.png", "b.png", "c.png"):
@@ -112,12 +110,10 @@ def test_a_folder_keeps_each_images_work_and_goes_from_image_to_image(tmp_path):
     assert not doc.mark_done()  # not segmented yet: refused, said why
     model.apply_stroke([(7, 6)], 2, 1.5)
 
-    class Result:
-        preview = False
+    from segapp.live.results import Result
     answer = np.where(np.arange(10)[None, :] < 5, 1, 2) * np.ones((8, 1), int)
-    result = Result()
-    result.segmentation = type("Seg", (), {"labels": answer})()
-    doc.state.shown = Shown((0, doc.state.stroke_key(), "fastge", ()), result)
+    seg = type("Seg", (), {"labels": answer})()
+    doc.state.shown = Result(seg, (), 0.0).shown((0, doc.state.stroke_key(), "fastge", ()))
     assert doc.mark_done()  # saved with its answer, marked, and the next image opens
     assert doc.state.image_path.name == "b.png" and asked == []
     np.testing.assert_array_equal(

@@ -14,7 +14,6 @@ from segapp import Segmentation, io
 from segapp.io import render
 from segapp.gui import files
 from segapp.gui.qimage import qimage_to_rgb
-from segapp.gui.state import Shown
 from segapp.live import make_result
 
 from .conftest import SOLVE_TIMEOUT, export, segment
@@ -35,7 +34,7 @@ def show_big_result(qtbot, win, tmp_path):
     seg = Segmentation(labels, (1, 2, 3), vectors, np.array([1e-3, 2e-3]),
                        confidence=confidence)
     with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
-        win.state.shown = Shown(("test",), make_result(seg, 1.0))
+        win.state.shown = make_result(seg, 1.0).shown(("test",))
     qtbot.wait(100)  # the 12 MP image and overlay are on screen
     return seg
 

@@ -47,7 +47,7 @@ def test_the_next_image_opens_with_a_suggestion_that_strokes_refine(qtbot, make_
     assert appearance.is_file()
     assert not win.model.scribbles.any()
     shown = win.state.shown
-    assert shown.result.preview and shown.segmentation.method == "suggestion"
+    assert shown.preview and shown.segmentation.method == "suggestion"
     truth = photo(1)[1]
     assert (shown.labels == truth).mean() > 0.97
     assert "Suggested from 1 finished image" in win.statusBar().currentMessage()

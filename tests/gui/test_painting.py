@@ -141,9 +141,9 @@ def test_undo_and_redo_show_the_earlier_segmentation_at_once(qtbot, window):
     qtbot.keyClick(win.canvas, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     # no event loop turn: the cached result is on display as the key press returns
     assert win.state.shown.tag == win.display.tag == first.tag
-    assert win.state.shown.result is first.result and win.state.shown.cached
+    assert win.state.shown.segmentation is first.segmentation and win.state.shown.cached
     qtbot.keyClick(win.canvas, Qt.Key.Key_Y, Qt.KeyboardModifier.ControlModifier)
-    assert win.state.shown.result is second.result
+    assert win.state.shown.segmentation is second.segmentation
     assert solves == [] and not win.worker.is_busy
     assert "(from memory)" in win.time_label.text()
 

@@ -52,7 +52,7 @@ def test_switching_method_mid_solve_stops_it_and_the_bar_says_what_is_shown(
         assert win.time_label.text() == fastge_line
         assert not win.progress.isVisible() and not win.cancel_solve_button.isVisible()
         qtbot.wait(300)
-    assert win.state.shown.result.segmentation.method == "fastge"
+    assert win.state.shown.segmentation.method == "fastge"
 
 
 def test_stop_ends_a_long_solve_and_keeps_the_strokes(qtbot, window, monkeypatch):
@@ -80,6 +80,6 @@ def test_a_new_stroke_during_a_long_solve_supersedes_it(qtbot, window, monkeypat
     qtbot.waitUntil(lambda: "injecting" in win.time_label.text(), timeout=10_000)
     _choose(win, "ncut")
     qtbot.waitUntil(lambda: win.state.shown is not None
-                    and win.state.shown.result.segmentation.method == "ncut", timeout=20_000)
+                    and win.state.shown.segmentation.method == "ncut", timeout=20_000)
     qtbot.waitUntil(lambda: not win.worker.is_running, timeout=5_000)
     assert win.time_label.text().startswith("Segmented in ")

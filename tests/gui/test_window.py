@@ -400,7 +400,7 @@ def test_a_large_image_shows_the_librarys_coarse_preview_before_the_full_result(
     win.worker.previewReady.connect(lambda tag, r: seen.append("preview"))
     win.worker.resultReady.connect(lambda tag, r, cached: seen.append("full"))
     shown = []
-    win.state.events.shown.connect(lambda s: shown.append(s and s.result.preview))
+    win.state.events.shown.connect(lambda s: shown.append(s and s.preview))
     status = []  # the status bar's solve line as shown (set by the connection made before)
     win.display.status.connect(lambda _t: status.append(win.time_label.text()))
     with qtbot.waitSignal(win.worker.resultReady, timeout=120_000):
@@ -442,7 +442,7 @@ def test_where_to_paint_next_stripes_the_least_sure_pixels(qtbot, window):
 
     win = window
     segment(qtbot, win)
-    conf = win.state.shown.result.segmentation.confidence
+    conf = win.state.shown.segmentation.confidence
     assert conf is not None and conf.shape == (90, 120)
     with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
         qtbot.keyClick(win.canvas, Qt.Key.Key_N)
@@ -474,7 +474,6 @@ def _overlay_alpha(win) -> np.ndarray:
 def test_a_preview_is_drawn_hatched_and_its_answer_solid(qtbot, make_window, tmp_path):
     """Issue 22 item 5: a coarse preview cannot be taken for the answer that replaces it."""
     import segapp
-    from segapp.gui.state import Shown
     from segapp.io.render import PREVIEW_HATCH
     from segapp.live.results import make_result
     rng = np.random.default_rng(3)
@@ -486,7 +485,7 @@ def test_a_preview_is_drawn_hatched_and_its_answer_solid(qtbot, make_window, tmp
     s[10, 5:20], s[50, 60:75] = 1, 2
     seg = segapp.segment(img, s)
     for preview in (True, False):
-        win.state.shown = Shown(("test", preview), make_result(seg, 0.1, preview=preview))
+        win.state.shown = make_result(seg, 0.1, preview=preview).shown(("test", preview))
         qtbot.waitUntil(lambda: _overlay_alpha(win).shape == (60, 80)
                         and (_overlay_alpha(win) == 0).any() == preview, timeout=10_000)
         alpha = _overlay_alpha(win)

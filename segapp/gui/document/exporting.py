@@ -44,7 +44,7 @@ class Exporting(Folders):
         shown = self.state.shown
         if shown is None or self.state.strokes is None:
             return False
-        if shown.result.preview:
+        if shown.preview:
             # a coarse answer (a preview, or a working answer whose edges are being solved
             # again at full resolution): exports carry the final answer only
             self.error.emit("Not exported: the answer is still being computed (the hatched "
@@ -58,8 +58,8 @@ class Exporting(Folders):
             plan = files.plan_export(
                 base, kinds, image=self.state.image, labels=shown.labels,
                 schema=self.state.strokes.schema.copy(),
-                eigenvectors=lambda: seg.eigenvectors, n_vectors=shown.result.n_vectors,
-                vmax=shown.result.vmax, alpha=self.state.opacity,
+                eigenvectors=lambda: seg.eigenvectors, n_vectors=shown.n_vectors,
+                vmax=shown.vmax, alpha=self.state.opacity,
                 boundaries=self.state.boundaries, label_ids=seg.label_ids,
                 confidence=confidence,
                 image_name=Path(self.state.image_path).name if self.state.image_path else None)

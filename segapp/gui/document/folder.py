@@ -26,7 +26,6 @@ from .. import files
 from .folders import SCHEMA_FILTER
 from ...appearance.carry import Suggestion
 from ...live import make_result
-from ..state import Shown
 from .opening import Loaded, Opening
 
 #: Strokes are written this long after the last edit (the journal holds them meanwhile).
@@ -189,7 +188,7 @@ class FolderWork(Opening):
                             "Open Folder.")
             return False
         shown = self.state.shown
-        if shown is None or shown.result.preview or shown.tag[1] != self.state.stroke_key():
+        if shown is None or shown.preview or shown.tag[1] != self.state.stroke_key():
             self.error.emit("Not segmented yet: paint at least two labels and wait for the "
                             "segmentation, then mark the image done.")
             return False
@@ -290,8 +289,8 @@ class FolderWork(Opening):
         def done(s: Any) -> None:
             if not (s is None or self.project is not project or self.state.strokes is not model
                     or self.state.stroke_key() != key or image.name in self._dismissed):
-                self.state.shown = Shown(("suggestion", image.name, key),
-                                         make_result(suggestion_segmentation(s), 0.0, True))
+                self.state.shown = make_result(suggestion_segmentation(s), 0.0, True).shown(
+                    ("suggestion", image.name, key))
                 self.info.emit(SUGGESTED.format(n=s.images, s="s" if s.images > 1 else ""))
             finished()
 
@@ -310,8 +309,8 @@ class FolderWork(Opening):
                 ids = tuple(int(i) for i in np.unique(labels) if i > 0)
                 s = Suggestion(labels.astype(np.int32), np.ones(labels.shape, np.float32),
                                np.zeros((0, 0, 0)), ids, 0)
-                self.state.shown = Shown(("suggestion", image.name, self.state.stroke_key()),
-                                         make_result(suggestion_segmentation(s), 0.0, True))
+                self.state.shown = make_result(suggestion_segmentation(s), 0.0, True).shown(
+                    ("suggestion", image.name, self.state.stroke_key()))
                 self.info.emit(f"{image.name}: the suggested answer you accepted (paint to "
                                "start again from strokes)")
 
@@ -377,7 +376,7 @@ class FolderWork(Opening):
 
     def _folder_result(self, shown: Any) -> None:
         """An answer arrived: if it is the strokes' on screen and not in the folder yet, save."""
-        if shown is None or not self._in_folder() or shown.result.preview:
+        if shown is None or not self._in_folder() or shown.preview:
             return
         if shown.tag[1] == self.state.stroke_key() and self._answer_saved != shown.tag[1]:
             self.save_project_work()
@@ -392,7 +391,7 @@ class FolderWork(Opening):
         image, key = Path(self.state.image_path), self.state.stroke_key()
         shown = self.state.shown
         answer = None
-        if shown is not None and not shown.result.preview and shown.tag[1] == key:
+        if shown is not None and not shown.preview and shown.tag[1] == key:
             answer = shown.labels
         if key == self._saved_key and (answer is None or self._answer_saved == key):
             return True  # nothing new
