@@ -3,8 +3,11 @@
 Every request gets a generation number (ndv-style). Asking for a new one sets the cancel flag
 of the one before, which a running solve polls; a result whose generation is no longer
 :meth:`LiveEngine.is_current` is not shown. Solves run one at a time, off the viewer's thread
-(a :class:`segapp.Session` is never used by two threads at once): the app queues them on a
-one-thread pool, the napari widget keeps one running and one pending.
+(a :class:`segapp.Session` is never used by two threads at once). The app's window does not
+rely on the generations: its solve jobs have the window's one newest-wins rule
+(:mod:`segapp.gui.jobs`, a request made from the job's ticket and cancel flag). They stay here
+for the napari widget, which has no Qt jobs: it keeps one solve running and one pending and
+shows a result only while its generation is current.
 
 The Session is rebuilt only when the image, the method or a *set-up* option changes
 (:class:`SessionCache`); *solve* options go to :meth:`segapp.Session.update`, which re-solves
