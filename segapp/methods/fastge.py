@@ -207,6 +207,10 @@ class FastGE(GraphMethod):
         soft = strokes.soft
         key, shown = self._recall(cons, soft)
         rounds = self._appearance_rounds(cons, soft)
+        if rounds:
+            # The factor (snapshot) of these strokes is made beside the colour models, which
+            # change only the right-hand sides (segapp.solve.harmonic, "Appearance").
+            self.solver.factor_ahead(self._problem(pencil, cons, m, soft, None), cancel)
         learned = None    # the answer the colour models learn from besides the strokes
         if shown is not None:
             # Undo, redo or the same strokes again: the answer shown then, with its vectors
@@ -350,6 +354,12 @@ class FastGE(GraphMethod):
         (:meth:`~segapp.solve.GraphSolver.eigenpairs`): the harmonic potentials (with the
         colour models' ``prior``, if any, weighing γ = appearance / n), or LOBPCG
         (warm-started if asked; it takes no prior)."""
+        return self.solver.eigenpairs(self._problem(pencil, cons, m, soft, prior), cancel,
+                                      timings)
+
+    def _problem(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
+                 prior: np.ndarray | None) -> EigenProblem:
+        """The eigenproblem of this edit as the solve stage takes it."""
         o = self.settings
         settings = SolveSettings(
             eigensolver=o["eigensolver"], theta=o["amg_theta"], maxiter=o["maxiter"],
@@ -357,10 +367,9 @@ class FastGE(GraphMethod):
             linear_solver=o["linear_solver"], warm_start=o["warm_start"],
             on_nonconvergence=o["on_nonconvergence"],
             advice="try a larger maxiter or a smaller constraint_weight")
-        problem = EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings,
-                               constraints=cons, soft=soft, prior=prior,
-                               prior_weight=o["appearance"] / self.graph.n)
-        return self.solver.eigenpairs(problem, cancel, timings)
+        return EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings,
+                            constraints=cons, soft=soft, prior=prior,
+                            prior_weight=o["appearance"] / self.graph.n)
 
 
 def needs_one_more_vector(agreement: np.ndarray, m: int, k: int) -> bool:

@@ -261,6 +261,18 @@ class GraphSolver:
         self.harmonic = self._harmonic[key]
         return self.harmonic
 
+    def factor_ahead(self, problem: EigenProblem, cancel: CancelToken = NEVER) -> bool:
+        """Start the direct solver's snapshot of ``problem``'s strokes in a thread of its own
+        (:meth:`HarmonicSolver.factor_ahead`), for the solve of ``problem`` with a prior of
+        weight ``problem.prior_weight`` that the caller is still computing; False where the
+        harmonic path's direct solver will not answer it."""
+        if choose_eigensolver(problem, self.connected)[0] != "harmonic":
+            return False
+        s = problem.settings
+        return self.harmonic_solver(s.theta, problem.prior_weight).factor_ahead(
+            list(problem.sets), linear_solver=s.linear_solver, reuse=s.warm_start is not False,
+            cancel=cancel)
+
     # -- after an answer -------------------------------------------------------------------
     def prepare(self, cancel: CancelToken = NEVER) -> None:
         """Work for the next edit, after this one's answer (:meth:`HarmonicSolver.prepare`:

@@ -108,10 +108,13 @@ def _label_sets(scribbles: np.ndarray, n: int) -> tuple[tuple[int, ...], list[np
         raise InvalidInputError(f"scribbles must be an integer label map, got dtype {s.dtype} "
                                 "(segapp.inputs.checks.check_label_map reads others)")
     flat = s.ravel()
-    order = np.argsort(flat, kind="stable")
-    ids, starts = np.unique(flat[order], return_index=True)
-    bounds = list(starts[1:]) + [flat.size]
-    sets = {int(i): np.sort(order[a:b]) for i, a, b in zip(ids, starts, bounds) if i != 0}
+    # Only the painted pixels are sorted (a stable sort keeps each label's indices ascending).
+    where = np.flatnonzero(flat)
+    values = flat[where]
+    order = np.argsort(values, kind="stable")
+    ids, starts = np.unique(values[order], return_index=True)
+    bounds = list(starts[1:]) + [where.size]
+    sets = {int(i): where[order[a:b]] for i, a, b in zip(ids, starts, bounds)}
     if not sets:
         raise InvalidInputError("no strokes: paint at least two labels")
     if len(sets) < 2:
