@@ -272,8 +272,9 @@ def anchor_gram(Y: np.ndarray, w: np.ndarray, P: np.ndarray) -> np.ndarray:
 class _Ahead:
     """A snapshot being made in a thread of its own (:meth:`HarmonicSolver.factor_ahead`)."""
 
-    def __init__(self, d: direct.DirichletFactor, fixed: np.ndarray) -> None:
-        self.d, self.fixed = d, fixed
+    def __init__(self, fixed: np.ndarray) -> None:
+        self.fixed = fixed
+        self.d: direct.DirichletFactor | None = None
         self.snap: direct.StrokeSolve | None = None
         self.error: BaseException | None = None
         self.thread: threading.Thread
@@ -418,16 +419,18 @@ class HarmonicSolver:
         cold_direct = linear_solver == "direct" or (linear_solver == "auto"
                                                     and direct.factors_cold(fixed.size))
         d = self.direct
-        if d is None and cold_direct:
-            d = self._build_direct()
-        if d is None or not (d.base is not None or cold_direct):
+        if not (cold_direct or (d is not None and d.base is not None)):
             return False
-        if not reuse:
-            d.reset()
-        ahead = _Ahead(d, fixed)
+        ahead = _Ahead(fixed)
 
         def run() -> None:
             try:
+                d = self._build_direct()   # the image's analysis, the first time (lock held)
+                if d is None:
+                    return
+                if not reuse:
+                    d.reset()
+                ahead.d = d
                 ahead.snap = d.for_strokes(fixed, cancel)
             except BaseException as exc:   # noqa: BLE001 — raised where the solve takes it
                 ahead.error = exc
@@ -437,15 +440,15 @@ class HarmonicSolver:
         ahead.thread.start()
         return True
 
-    def _ahead_for(self, d: direct.DirichletFactor, fixed: np.ndarray) -> bool:
+    def _ahead_for(self, fixed: np.ndarray) -> bool:
         ahead = self._ahead
-        return ahead is not None and ahead.d is d and np.array_equal(ahead.fixed, fixed)
+        return ahead is not None and np.array_equal(ahead.fixed, fixed)
 
     def _take_ahead(self, d: direct.DirichletFactor, fixed: np.ndarray,
                     token: CancelToken) -> "direct.StrokeSolve | None":
         """The snapshot :meth:`factor_ahead` makes for ``fixed`` on ``d`` (waited for), or
         None if it made none for them."""
-        if not self._ahead_for(d, fixed):
+        if not self._ahead_for(fixed):
             self._ahead = None
             return None
         ahead, self._ahead = self._ahead, None
@@ -455,7 +458,7 @@ class HarmonicSolver:
             ahead.thread.join(0.01)
         if ahead.error is not None:
             raise ahead.error
-        return ahead.snap
+        return ahead.snap if ahead.d is d else None
 
     def potential_ritz_pairs(self, pencil: Pencil, sets: list[np.ndarray],
                              label_ids: list[int], *, nev: int, tol: float = 1e-4,
@@ -533,7 +536,7 @@ class HarmonicSolver:
         if d is not None and (d.base is not None or cold_direct):
             warm = reuse and d.base is not None
             try:
-                if not reuse and not self._ahead_for(d, fixed):
+                if not reuse and not self._ahead_for(fixed):
                     d.reset()        # no reuse asked: factor these strokes afresh
                 Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
             except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
