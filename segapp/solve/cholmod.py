@@ -488,7 +488,9 @@ class Factor:
             if not X:
                 raise SolverError(f"CHOLMOD's solve failed (status {self._get('status')})")
             try:
-                out = _array(X.contents.x, np.float64, B.size).reshape(B.shape, order="F").copy()
+                # Kept in CHOLMOD's column order: the next solve of the update takes it as is.
+                out = _array(X.contents.x, np.float64, B.size).reshape(
+                    B.shape, order="F").copy(order="F")
             finally:
                 self._lib.cholmod_free_dense(ctypes.byref(X), self._common)
         return out[:, 0] if squeeze else out
