@@ -234,6 +234,7 @@ class DirichletFactor:
         fixed = np.array(fixed, dtype=bool, copy=True)
         fixed.flags.writeable = False
         cur = self._current                   # one read: a rebase may swap it meanwhile
+        had_base = cur is not None
         T = np.arange(self.n) if cur is None else np.flatnonzero(fixed != cur.base)
         up = None
         if cur is not None and T.size:
@@ -251,6 +252,7 @@ class DirichletFactor:
         else:
             snap = StrokeSolve(self, cur, fixed, up, "update" if T.size else "base", T.size)
         snap.timings["prepare"] = time.perf_counter() - t
+        snap.had_base = had_base
         return snap
 
     def solve(self, fixed: np.ndarray, b: np.ndarray, cancel: CancelToken = NEVER
@@ -297,6 +299,9 @@ class StrokeSolve:
     changed : int
         Pixels painted or unpainted between ``base`` and ``fixed`` (n after a refactor).
     library : segapp.solve.cholmod.Library
+    had_base : bool
+        Whether a base factor existed when it was made (a warm start: an update, or a
+        refactor past the update's limits).
     timings : dict
         ``prepare`` (this snapshot's making, ``factor`` included after a refactor) and the
         last ``solve``.
@@ -307,6 +312,7 @@ class StrokeSolve:
         self._owner, self._cur, self._up = owner, cur, up
         self.fixed, self.base, self.how, self.changed = fixed, cur.base, how, changed
         self.library = owner.library
+        self.had_base = True
         self.timings: dict[str, float] = {}
 
     @property

@@ -537,11 +537,12 @@ class HarmonicSolver:
             d = self._build_direct()
         how = None
         if d is not None and (d.base is not None or cold_direct):
-            warm = reuse and d.base is not None
             try:
                 if not reuse and not self._ahead_for(fixed):
                     d.reset()        # no reuse asked: factor these strokes afresh
                 Phi, steps, rel, how = self._direct_potentials(d, fixed, b, token, timings)
+                # warm: from a base factor made before this solve (its own snapshot says)
+                warm = reuse and self._snap is not None and self._snap[1].had_base
             except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
                 self.direct = None
                 self.direct_unavailable = f"the direct solve failed: {exc}"

@@ -225,3 +225,37 @@ def test_the_anchor_gram_is_the_anchored_graphs_energy():
         x = np.r_[Y @ t + shift, t + shift]               # anchors carry the strokes' values
         data = (Y @ t) @ L @ (Y @ t)
         np.testing.assert_allclose(x @ La @ x, data + t @ G @ t, rtol=1e-10)
+
+
+@pytest.mark.parametrize("base", [False, True])
+def test_a_snapshot_made_ahead_gives_the_same_potentials(base):
+    """factor_ahead makes, beside the caller, the snapshot the solve would make itself (a
+    cold factor, or the update of a base): the potentials are the same to the last bit, and
+    a solve of other strokes does not take it."""
+    if not segapp.solve.direct.available():
+        pytest.skip("no usable CHOLMOD here")
+    img, truth = noisy_blocks()
+    g = image_graph(img, denoise=0)
+    s = strokes(truth).ravel()
+    ids = [int(i) for i in np.unique(s[s > 0])]
+    sets = [np.flatnonzero(s == i) for i in ids]
+    free = np.flatnonzero(s == 0)
+    more = [np.union1d(sets[0], free[free.size // 2:free.size // 2 + 6])] + sets[1:]
+
+    def solver() -> HarmonicSolver:
+        h = HarmonicSolver(g.laplacian, g.degrees, grid=(g.shape, 1), shift=0.01)
+        if base:
+            h.potentials(sets, ids, linear_solver="direct")
+        return h
+
+    plain = solver().potentials(more, ids, linear_solver="direct")
+    h = solver()
+    assert h.factor_ahead(more, linear_solver="direct")
+    ahead = h._ahead
+    np.testing.assert_array_equal(h.potentials(more, ids, linear_solver="direct"), plain)
+    assert ahead is not None and ahead.snap is not None and h._snap[1] is ahead.snap
+    assert ahead.snap.how == ("update" if base else "refactor")
+    assert h.factor_ahead(sets, linear_solver="direct")        # not the strokes solved next
+    other = h._ahead
+    h.potentials(more, ids, linear_solver="direct")
+    assert h._snap[1] is not other.snap
