@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -207,27 +208,29 @@ class FastGE(GraphMethod):
         soft = strokes.soft
         key, shown = self._recall(cons, soft)
         rounds = self._appearance_rounds(cons, soft)
-        if rounds:
-            # The factor (snapshot) of these strokes is made beside the colour models, which
-            # change only the right-hand sides (segapp.solve.harmonic, "Appearance").
-            self.solver.factor_ahead(self._problem(pencil, cons, m, soft, None), cancel)
-        learned = None    # the answer the colour models learn from besides the strokes
-        if shown is not None:
-            # Undo, redo or the same strokes again: the answer shown then, with its vectors
-            # (solved with the colour models it was solved with).
-            m, labels, learned = shown
-            prior = self._prior(cons, learned, timings) if rounds else None
-            lam, X, diag = self._solve_pencil(pencil, cons, m, soft, cancel, timings, prior)
-            cancel.check()
-            V = embed(X, pencil)[2]
-            agreement = stroke_agreement(np.searchsorted(cons.label_ids, labels), cons.sets)
-        else:
-            for r in range(max(rounds, 1)):
-                if r:
-                    learned = labels
+        # The factor (snapshot) of these strokes is made beside the colour models, which
+        # change only the right-hand sides (segapp.solve.harmonic, "Appearance").
+        first = self._problem(pencil, cons, shown[0] if shown is not None else m, soft, None)
+        with self.solver.ahead(first, cancel) if rounds else nullcontext():
+            learned = None    # the answer the colour models learn from besides the strokes
+            if shown is not None:
+                # Undo, redo or the same strokes again: the answer shown then, with its
+                # vectors (solved with the colour models it was solved with).
+                m, labels, learned = shown
                 prior = self._prior(cons, learned, timings) if rounds else None
-                m, (lam, X, diag), (labels, V, agreement) = self._solve_and_round(
-                    pencil, cons, m, soft, cancel, timings, prior)
+                lam, X, diag = self._solve_pencil(pencil, cons, m, soft, cancel, timings,
+                                                  prior)
+                cancel.check()
+                V = embed(X, pencil)[2]
+                agreement = stroke_agreement(np.searchsorted(cons.label_ids, labels),
+                                             cons.sets)
+            else:
+                for r in range(max(rounds, 1)):
+                    if r:
+                        learned = labels
+                    prior = self._prior(cons, learned, timings) if rounds else None
+                    m, (lam, X, diag), (labels, V, agreement) = self._solve_and_round(
+                        pencil, cons, m, soft, cancel, timings, prior)
         self.answers.remember(cons, labels, key, m, learned)
         codes = strokes.codes(labels)   # before the strokes are clamped
         sets, shape = cons.sets, g.shape

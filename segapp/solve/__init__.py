@@ -29,9 +29,10 @@ passed.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import Iterator, Literal, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -261,17 +262,26 @@ class GraphSolver:
         self.harmonic = self._harmonic[key]
         return self.harmonic
 
-    def factor_ahead(self, problem: EigenProblem, cancel: CancelToken = NEVER) -> bool:
-        """Start the direct solver's snapshot of ``problem``'s strokes in a thread of its own
-        (:meth:`HarmonicSolver.factor_ahead`), for the solve of ``problem`` with a prior of
-        weight ``problem.prior_weight`` that the caller is still computing; False where the
-        harmonic path's direct solver will not answer it."""
-        if choose_eigensolver(problem, self.connected)[0] != "harmonic":
-            return False
-        s = problem.settings
-        return self.harmonic_solver(s.theta, problem.prior_weight).factor_ahead(
-            list(problem.sets), linear_solver=s.linear_solver, reuse=s.warm_start is not False,
-            cancel=cancel)
+    @contextmanager
+    def ahead(self, problem: EigenProblem, cancel: CancelToken = NEVER) -> Iterator[bool]:
+        """Within: the direct solver's snapshot of ``problem``'s strokes is made in a thread
+        of its own (:meth:`HarmonicSolver.factor_ahead`) for the solve of ``problem`` with a
+        prior of weight ``problem.prior_weight`` that the caller is computing meanwhile; it
+        yields whether that started (not where the harmonic path's direct solver will not
+        answer). On the way out that thread has ended: a solve that failed or was cancelled
+        first waits for it (at most the factorization a cold solve waited for before)."""
+        h = None
+        if choose_eigensolver(problem, self.connected)[0] == "harmonic":
+            s = problem.settings
+            h = self.harmonic_solver(s.theta, problem.prior_weight)
+            if not h.factor_ahead(list(problem.sets), linear_solver=s.linear_solver,
+                                  reuse=s.warm_start is not False, cancel=cancel):
+                h = None
+        try:
+            yield h is not None
+        finally:
+            if h is not None:
+                h.join_ahead()
 
     # -- after an answer -------------------------------------------------------------------
     def prepare(self, cancel: CancelToken = NEVER) -> None:

@@ -58,7 +58,9 @@ still one symmetric positive definite matrix for every label and every prior, so
 factor, its per-stroke Woodbury updates and the multigrid hierarchy all apply unchanged
 with ``L + γD`` in place of ``L`` (:class:`HarmonicSolver` ``shift`` = γ, fixed per image):
 a new prior changes right-hand sides only, and the expectation–maximisation rounds of one
-edit reuse one snapshot of the factor. The Rayleigh–Ritz step adds the anchors' energy on
+edit reuse one snapshot of the factor — which is why that snapshot (a cold factorization, or
+the update of the base) can be made in a thread of its own while the colour models are
+fitted (:meth:`HarmonicSolver.factor_ahead`). The Rayleigh–Ritz step adds the anchors' energy on
 the trial space (:func:`anchor_gram`), so the eigenvalues shown are those of the pencil the
 solve used. ``γ = appearance / n`` (:mod:`segapp.methods.fastge`): the prior's screening
 length ``1/√(8γ)`` pixels grows with the image, so the colour models reach as far across a
@@ -337,6 +339,7 @@ class HarmonicSolver:
             if self.L.shape[0] > direct.MAX_FACTORED_PIXELS else None)
         self._next: np.ndarray | None = None     # the painted mask prepare() factors for
         self._ahead: _Ahead | None = None        # a snapshot made beside the caller (factor_ahead)
+        self._ahead_last: _Ahead | None = None   # ... and the last one started (join_ahead)
         self._mode = "auto"                      # the last solve's linear_solver
         self._building = threading.Lock()        # prepare() and a solve may both build it
         self._factoring = False                  # prepare() is making a factor right now
@@ -439,9 +442,15 @@ class HarmonicSolver:
                 ahead.error = exc
 
         ahead.thread = threading.Thread(target=run, name="segapp-factor-ahead", daemon=True)
-        self._ahead = ahead
+        self._ahead = self._ahead_last = ahead
         ahead.thread.start()
         return True
+
+    def join_ahead(self) -> None:
+        """Wait for the thread of the last :meth:`factor_ahead` (if it still runs)."""
+        ahead = self._ahead_last
+        if ahead is not None:
+            ahead.thread.join()
 
     def _ahead_for(self, fixed: np.ndarray) -> bool:
         ahead = self._ahead
