@@ -45,9 +45,18 @@ smoothed probability (rows sum to 1); the suggestion is ``argmax_a X_a`` and its
 ``benchmarks/carry.py`` (CHANGELOG.md). Labels with no model are never suggested; a painted
 label always keeps its painted pixels.
 
-The solve is conjugate gradients with a Jacobi preconditioner: ``L + γD`` is diagonally
-dominant, the preconditioned matrix's condition number at most ``(2 + γ)/γ``, so a column
-needs O(√smoothing) sparse products (17 at 0.24 MP for smoothing 10).
+These are the graph's harmonic potentials with a prior, ``(L_FF + γD_F) X_F = γ D_F P_F −
+L_FS X_S``, which FAST-GE's appearance term solves too: the solve goes through
+:meth:`segapp.solve.GraphSolver.potentials` (``shift`` γ, ``prior`` P). For γ ≥
+:data:`segapp.solve.harmonic.JACOBI_SHIFT` (smoothing ≤ 100) it is block conjugate gradients
+with a Jacobi preconditioner, started from P: ``L + γD`` is diagonally dominant, the
+preconditioned matrix's condition number at most ``(2 + γ)/γ``, so it needs O(√smoothing)
+sparse products and no set-up (a factor would cost more than the whole solve).
+
+A photo of more than ``max_pixels`` pixels is suggested on the working copy every method
+segments (:mod:`segapp.inputs.resolution`: the image area-averaged, the strokes reduced so that
+every painted label keeps a pixel, the answer brought back by nearest neighbour); the
+strokes' own colours are learnt at full resolution, as the finished images' are.
 
 Files
 -----
@@ -69,7 +78,8 @@ from scipy import ndimage as ndi
 
 from ..cancel import CancelLike, CancelToken
 from ..errors import InvalidInputError
-from ..inputs.resolution import DEFAULT_MAX_PIXELS, nearest, reduce_image, reduce_map, working_shape
+from ..inputs.resolution import (DEFAULT_MAX_PIXELS, nearest, reduce_image, reduce_map,
+                                 working_shape)
 from .mixture import Mixture
 from .models import COMPONENTS, ColourPalette, fit_label_models, label_posteriors
 
@@ -254,7 +264,7 @@ def _check(m: Mixture) -> None:
 class Suggestion:
     """A suggested answer: ``labels`` (H, W) label ids, ``confidence`` (H, W) in [1/k, 1],
     ``probabilities`` (h, w, k) the smoothed ``X`` of the module doc over ``label_ids`` (of
-    the reduced copy for a large image)."""
+    the working copy for a large image)."""
 
     labels: np.ndarray
     confidence: np.ndarray

@@ -18,7 +18,8 @@ import segapp
 from segapp.solve.amg import AMGPreconditioner
 from segapp.strokes.constraints import build_constraints
 from segapp.graphs.image import image_graph
-from segapp.solve.harmonic import JACOBI_SHIFT, HarmonicSolver, block_pcg, dirichlet_matrix, stroke_rhs
+from segapp.solve.harmonic import (JACOBI_SHIFT, HarmonicSolver, block_pcg, dirichlet_matrix,
+                                   stroke_rhs)
 from segapp.methods.fastge import FastGE
 from segapp.solve.pencil import Pencil
 
