@@ -62,7 +62,10 @@ edit reuse one snapshot of the factor. The Rayleigh–Ritz step adds the anchors
 the trial space (:func:`anchor_gram`), so the eigenvalues shown are those of the pencil the
 solve used. ``γ = appearance / n`` (:mod:`segapp.methods.fastge`): the prior's screening
 length ``1/√(8γ)`` pixels grows with the image, so the colour models reach as far across a
-large photo as a small one and never replace the strokes' own reach.
+large photo as a small one and never replace the strokes' own reach. A far larger γ (from
+:data:`JACOBI_SHIFT`: the folder suggestion's smoothing, :mod:`segapp.appearance.carry`) makes
+``L + γD`` so diagonally dominant that CG preconditioned by its diagonal converges in a few
+dozen steps, with no factor or hierarchy to build: that is how it is solved.
 """
 
 from __future__ import annotations
@@ -458,15 +461,7 @@ class HarmonicSolver:
             except (SolverError, MemoryError) as exc:   # e.g. a part no stroke reaches
                 self.direct = None
                 self.direct_unavailable = f"the direct solve failed: {exc}"
-        if how is None and self._factoring and linear_solver == "auto":
-            how, out = self._cg_until_factored(fixed, b, ids, tol, maxiter, reuse, token,
-                                               timings)
-            if how is None:
-                Phi, steps, rel, warm = out
-            else:
-                Phi, steps, rel, how = out
-                warm = True
-        elif how is None and self.shift >= JACOBI_SHIFT:
+        if how is None and self.shift >= JACOBI_SHIFT:  # no set-up beats any
             Phi, steps, rel = self._jacobi_potentials(fixed, b, tol, maxiter, token, timings,
                                                       start)
             warm = False
@@ -475,6 +470,14 @@ class HarmonicSolver:
                 f"L + γD with γ = {self.shift:g} is diagonally dominant: CG needs no factor"
                 if linear_solver == "auto" and self._direct_usable()
                 else self._why_not_direct(linear_solver))
+        elif how is None and self._factoring and linear_solver == "auto":
+            how, out = self._cg_until_factored(fixed, b, ids, tol, maxiter, reuse, token,
+                                               timings)
+            if how is None:
+                Phi, steps, rel, warm = out
+            else:
+                Phi, steps, rel, how = out
+                warm = True
         elif how is None:
             Phi, steps, rel, warm = self._iterative_potentials(fixed, b, ids, tol,
                                                                maxiter, reuse, token, timings)
