@@ -141,8 +141,9 @@ def stroke_rhs(L: sp.csr_matrix, fixed: np.ndarray, sets: list[np.ndarray]) -> n
         keys.append(L.indices[idx].astype(np.int64) * k + a)
         vals.append(L.data[idx])
     # one pass over the n × k result: entry (j, a) sums label a's terms in ascending i
-    b = np.bincount(np.concatenate(keys), weights=np.concatenate(vals), minlength=n * k)
-    b = -b.reshape(n, k)
+    b = np.bincount(np.concatenate(keys) if keys else np.zeros(0, np.int64),
+                    weights=np.concatenate(vals) if vals else None, minlength=n * k)
+    b = -b.astype(np.float64, copy=False).reshape(n, k)   # (no strokes: bincount gives ints)
     b[fixed] = 0.0
     return b
 
