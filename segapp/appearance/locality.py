@@ -1,6 +1,29 @@
-r"""Where each label is likely to be, from where it was painted: the locality prior of issue 31.
+r"""Where each label is likely to be, from where it was painted: the locality priors of issue 31.
 
-GrabCut (Rother, Kolmogorov, Blake, SIGGRAPH 2004) learns its first object model from every
+Two uses of one distance, each label's distance :math:`d_a(i)` from pixel i to its nearest
+painted pixel:
+
+- **reach** (:func:`reach_posteriors`, FastGE option ``reach``, on by default): the prior the
+  solve adds for label a at pixel i is its colour posterior weighted by how near the label's
+  strokes the pixel is,
+
+  .. math:: \pi_a(i) = \frac{P_a(i)\, e^{-d_a(i)/R}}{\sum_b P_b(i)\, e^{-d_b(i)/R}},
+            \qquad R = \text{reach} \times \text{the image's larger side},
+
+  Bayes' rule with a prior on where each label is that decays with the distance to its
+  strokes (GrabCut's "the object is near where it was marked", Rother, Kolmogorov, Blake,
+  SIGGRAPH 2004, made soft and k-way). A colour of label a far from a's strokes is no longer
+  pulled to a as strongly as one beside them: a cannon ball's stone colour stops claiming the
+  wall across the courtyard, while sky between branches a few strokes' widths from a sky
+  stroke is still found. The two-label sweep's data term keeps the colour posteriors alone
+  (where a label lies is already in the eigenvector's order).
+- **locality** (:func:`locality_weights`, option ``locality``, off): where the colour models
+  *learn*, below.
+
+Reach: the scan behind :data:`REACH` is beside the option's declaration
+(:mod:`segapp.methods.fastge`) and in docs/quality.md.
+
+Locality: GrabCut (Rother, Kolmogorov, Blake, SIGGRAPH 2004) learns its first object model from every
 pixel of a region the person marked, not from the few painted ones, and that region is what
 makes its first answer good. segapp has strokes, not a rectangle, so each label's first model
 also learns from the unpainted pixels *near its strokes*, each pixel counted for the labels
@@ -36,8 +59,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import ndimage as ndi
 
-#: R / the image's larger side.
+#: Locality's R / the image's larger side.
 RADIUS = 0.25
+#: Default ``reach``: the reach prior's R / the image's larger side.
+REACH = 0.1
 #: Cells of the grid the distances are computed on.
 GRID_CELLS = 1 << 16
 
@@ -49,6 +74,23 @@ def locality_weights(shape: tuple[int, int], sets: Sequence[np.ndarray],
     R = radius * max(shape)
     K = np.stack([np.exp(-np.square(stroke_distance(shape, S) / R)).ravel() for S in sets], 1)
     return np.square(K) / np.maximum(K.sum(1, keepdims=True), 1e-30)
+
+
+def reach_posteriors(posteriors: np.ndarray, shape: tuple[int, int],
+                     sets: Sequence[np.ndarray], reach: float) -> np.ndarray:
+    """(n, k): the colour ``posteriors`` (n, k, rows summing to 1, columns in the order of
+    ``sets``) weighted by :math:`e^{-d_a(i)/R}` and renormalised (module doc, "reach"), for an
+    image of ``shape`` whose label a has the painted pixels ``sets[a]``; ``reach`` > 0.
+
+    The weights are taken relative to each pixel's nearest label (``d_a − min_b d_b``), which
+    leaves the ratio unchanged and keeps the largest weight of a row at 1, so no row
+    underflows however far the pixel is from every stroke."""
+    R = reach * max(shape)
+    D = np.stack([stroke_distance(shape, S).ravel() for S in sets], 1)
+    P = np.asarray(posteriors, np.float64) * np.exp(-(D - D.min(1, keepdims=True)) / R)
+    total = P.sum(1, keepdims=True)
+    # a row whose colour no near label explains keeps its colour posteriors
+    return np.where(total > 0, P / np.where(total > 0, total, 1.0), posteriors)
 
 
 def stroke_distance(shape: tuple[int, int], painted: np.ndarray) -> np.ndarray:
