@@ -45,9 +45,18 @@ smoothed probability (rows sum to 1); the suggestion is ``argmax_a X_a`` and its
 ``benchmarks/carry.py`` (CHANGELOG.md). Labels with no model are never suggested; a painted
 label always keeps its painted pixels.
 
-The solve is conjugate gradients with a Jacobi preconditioner: ``L + γD`` is diagonally
-dominant, the preconditioned matrix's condition number at most ``(2 + γ)/γ``, so a column
-needs O(√smoothing) sparse products (17 at 0.24 MP for smoothing 10).
+These are the graph's harmonic potentials with a prior, ``(L_FF + γD_F) X_F = γ D_F P_F −
+L_FS X_S``, which FAST-GE's appearance term solves too: the solve goes through
+:meth:`segapp.solve.GraphSolver.potentials` (``shift`` γ, ``prior`` P). For γ ≥
+:data:`segapp.solve.harmonic.JACOBI_SHIFT` (smoothing ≤ 100) it is block conjugate gradients
+with a Jacobi preconditioner, started from P: ``L + γD`` is diagonally dominant, the
+preconditioned matrix's condition number at most ``(2 + γ)/γ``, so it needs O(√smoothing)
+sparse products and no set-up (a factor would cost more than the whole solve).
+
+A photo of more than ``max_pixels`` pixels is suggested on the working copy every method
+segments (:mod:`segapp.inputs.resolution`: the image area-averaged, the strokes reduced so that
+every painted label keeps a pixel, the answer brought back by nearest neighbour); the
+strokes' own colours are learnt at full resolution, as the finished images' are.
 
 Files
 -----
@@ -65,11 +74,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from scipy import ndimage as ndi
-from scipy.sparse.linalg import LinearOperator, cg
 
+from ..cancel import CancelLike, CancelToken
 from ..errors import InvalidInputError
+from ..inputs.resolution import (DEFAULT_MAX_PIXELS, nearest, reduce_image, reduce_map,
+                                 working_shape)
 from .mixture import Mixture
 from .models import COMPONENTS, ColourPalette, fit_label_models, label_posteriors
 
@@ -87,9 +97,9 @@ BOUNDARY = 2
 SMOOTHING = 10.0
 #: The name the strokes of the image being suggested are learnt under.
 HERE = "\0this image"
-#: A larger image is suggested on a reduced copy of at most this many pixels.
-WORKING_PIXELS = 500_000
-#: Relative residual of the suggestion's CG solves.
+#: A larger image is suggested on a working copy of at most this many pixels (the session's).
+WORKING_PIXELS = DEFAULT_MAX_PIXELS
+#: Relative residual of the suggestion's CG solves (where the direct solver does not serve).
 CG_TOL = 1e-3
 
 
@@ -254,7 +264,7 @@ def _check(m: Mixture) -> None:
 class Suggestion:
     """A suggested answer: ``labels`` (H, W) label ids, ``confidence`` (H, W) in [1/k, 1],
     ``probabilities`` (h, w, k) the smoothed ``X`` of the module doc over ``label_ids`` (of
-    the reduced copy for a large image)."""
+    the working copy for a large image)."""
 
     labels: np.ndarray
     confidence: np.ndarray
@@ -265,99 +275,88 @@ class Suggestion:
 
 def suggest(image: np.ndarray, learnt: LearntAppearance, scribbles: np.ndarray | None = None,
             smoothing: float = SMOOTHING, graph: Any = None,
-            max_pixels: int | None = WORKING_PIXELS) -> Suggestion:
+            max_pixels: int | None = WORKING_PIXELS, cancel: CancelLike = None) -> Suggestion:
     """The answer the folder's models suggest for ``image`` (module doc), with the painted
     pixels of ``scribbles`` (label ids, 0 = unpainted) fixed to their labels.
 
     A painted label without a model is suggested only where it was painted and where the
     graph carries it; ``graph`` (a :class:`segapp.graphs.Graph` of the image) is built with
     FAST-GE's defaults if not given. An image of more than ``max_pixels`` pixels is suggested
-    on a reduced copy (every f-th pixel of each f × f block, its strokes too) and the answer
+    on the working copy the rest of segapp segments (:mod:`segapp.inputs.resolution`: the
+    image area-averaged, every painted label kept on the reduced strokes) and the answer
     brought back by nearest neighbour, the painted pixels set to their labels again.
+    ``cancel`` (a :class:`~segapp.cancel.CancelToken`, callable or Event) stops it with
+    :class:`~segapp.errors.Cancelled`; the token's progress hears its stages.
 
     Raises
     ------
     InvalidInputError
         Nothing learnt yet, or strokes of another size than the image.
     """
+    token = CancelToken.of(cancel)
     img = np.asarray(image)
     shape = img.shape[:2]
     painted = np.zeros(shape, np.int64) if scribbles is None else np.asarray(scribbles)
     if painted.shape != shape:
         raise InvalidInputError(f"strokes {painted.shape} do not match the image {shape}")
-    ids = sorted(set(learnt.label_ids) | {int(i) for i in np.unique(painted) if i > 0})
     if not learnt.images:
         raise InvalidInputError("nothing learnt yet: finish an image of the folder first")
-    f = 1 if not max_pixels or graph is not None else \
-        int(np.ceil(np.sqrt(shape[0] * shape[1] / max_pixels)))
-    if f > 1:
-        s = suggest(_block_means(img, f), learnt, painted[::f, ::f], smoothing, None, None)
-        labels = _enlarge(s.labels, f, shape)
-        labels[painted > 0] = painted[painted > 0]
-        conf = _enlarge(s.confidence, f, shape)
-        conf[painted > 0] = 1.0
-        return Suggestion(labels, conf, s.probabilities, s.label_ids, s.images)
+    ids = sorted(set(learnt.label_ids) | {int(i) for i in np.unique(painted) if i > 0})
     if painted.any():
         # what is painted here is the truth about this photo: its colours join the
-        # folder's models as one more finished image (a new light, a label not seen before)
+        # folder's models as one more finished image (a new light, a label not seen before),
+        # learnt at full resolution as the finished images were (a working copy's averaged
+        # colours would make its model sharper than theirs)
+        token.progress("suggestion: the strokes' colours")
         learnt = LearntAppearance(dict(learnt.images))
         learnt.learn(HERE, img, painted, painted)
+    small = shape if graph is not None or not max_pixels else working_shape(shape, max_pixels)
+    if small != shape:
+        token.progress("suggestion: working copy")
+        X = _smoothed(reduce_image(img, small), learnt, reduce_map(painted, small), ids,
+                      smoothing, None, token)
+    else:
+        X = _smoothed(img, learnt, painted, ids, smoothing, graph, token)
+    labels = np.asarray(ids, np.int32)[np.argmax(X, 1)].reshape(small)
+    conf = X.max(1).reshape(small)
+    if small != shape:
+        mine = painted > 0
+        labels, conf = nearest(labels, shape), nearest(conf, shape)
+        labels[mine] = painted[mine]
+        conf[mine] = 1.0
+    return Suggestion(labels, conf, X.reshape(*small, len(ids)), tuple(ids),
+                      len(learnt.images))
+
+
+def _smoothed(img: np.ndarray, learnt: LearntAppearance, painted: np.ndarray, ids: list[int],
+              smoothing: float, graph: Any, token: CancelToken) -> np.ndarray:
+    """``X`` (n, k) of the module doc on ``img`` with its strokes ``painted`` fixed."""
+    token.progress("suggestion: colour posteriors")
     lab, _noise = _colours(img)
     P = learnt.posteriors(ColourPalette.of(lab), ids)
-    if smoothing > 0:
-        if graph is None:
-            from ..graphs import image_graph
-            graph = image_graph(img)
-        X = _random_walker_with_priors(graph.laplacian, graph.degrees, P,
-                                       np.searchsorted(ids, painted.ravel()), painted.ravel() > 0,
-                                       1.0 / smoothing)
-    else:
-        X = P.copy()
-        flat = painted.ravel()
-        X[flat > 0] = np.eye(len(ids))[np.searchsorted(ids, flat[flat > 0])]
-    best = np.argmax(X, 1)
-    labels = np.asarray(ids, np.int32)[best].reshape(shape)
-    return Suggestion(labels, X.max(1).reshape(shape), X.reshape(*shape, len(ids)),
-                      tuple(ids), len(learnt.images))
+    flat = painted.ravel()
+    if smoothing <= 0:
+        P[flat > 0] = np.eye(len(ids))[np.searchsorted(ids, flat[flat > 0])]
+        return P
+    if graph is None:
+        from ..graphs import image_graph
+
+        token.progress("suggestion: pixel graph")
+        graph = image_graph(img)
+    token.progress("suggestion: smoothing")
+    return _random_walker_with_priors(graph, P, [np.flatnonzero(flat == i) for i in ids],
+                                      1.0 / smoothing, token)
 
 
-def _block_means(img: np.ndarray, f: int) -> np.ndarray:
-    """The mean of each f × f block (the last ones partial): a reduced copy of an image."""
-    h, w = img.shape[:2]
-    H, W = -(-h // f) * f, -(-w // f) * f
-    pad = ((0, H - h), (0, W - w)) + ((0, 0),) * (img.ndim - 2)
-    padded = np.pad(np.asarray(img, np.float32), pad, mode="edge")
-    return padded.reshape(H // f, f, W // f, f, *img.shape[2:]).mean(axis=(1, 3))
+def _random_walker_with_priors(graph: Any, P: np.ndarray, sets: list[np.ndarray],
+                               gamma: float, cancel: CancelToken) -> np.ndarray:
+    """``X`` of ``(L + γD) X = γ D P`` with ``X = e_a`` on label a's painted pixels ``sets[a]``:
+    the graph's harmonic potentials with a prior (:meth:`segapp.solve.GraphSolver.potentials`,
+    shift γ), rows clipped to [0, 1] and summing to 1 (the iterative path's rounding)."""
+    from ..solve import GraphSolver
 
-
-def _enlarge(a: np.ndarray, f: int, shape: tuple[int, int]) -> np.ndarray:
-    """Each value of ``a`` repeated over its f × f block, cut to ``shape``."""
-    return np.repeat(np.repeat(a, f, 0), f, 1)[:shape[0], :shape[1]].copy()
-
-
-def _random_walker_with_priors(L: sp.csr_matrix, d: np.ndarray, P: np.ndarray,
-                               codes: np.ndarray, fixed: np.ndarray, gamma: float
-                               ) -> np.ndarray:
-    """``X`` of ``(L + γD) X = γ D P`` with ``X = e_{codes}`` on the ``fixed`` pixels."""
-    n, k = P.shape
-    X = P.copy()
-    X[fixed] = np.eye(k)[codes[fixed]]
-    free = np.flatnonzero(~fixed)
-    if free.size == 0:
-        return X
-    A = (L + sp.diags(gamma * d)).tocsr()
-    rhs = gamma * d[free, None] * P[free]
-    if fixed.any():
-        Auu = A[free][:, free].tocsr()
-        rhs -= A[free][:, np.flatnonzero(fixed)] @ X[fixed]
-    else:
-        Auu = A
-    # Jacobi-preconditioned CG: with γ = 0.1 (smoothing 10) 17 steps at 0.24 MP, 0.35 s a
-    # column, where PyAMG's smoothed aggregation took 1.4 s to set up and 1.7 s to solve
-    inv = 1.0 / Auu.diagonal()
-    M = LinearOperator(Auu.shape, matvec=lambda v: inv * v.ravel(), dtype=np.float64)
-    for a in range(k):
-        X[free, a], _ = cg(Auu, rhs[:, a], x0=P[free, a], rtol=CG_TOL, maxiter=300, M=M)
+    X = GraphSolver.of(graph).potentials(sets, shift=gamma, prior=P, tol=CG_TOL,
+                                         cancel=cancel)
     np.clip(X, 0.0, 1.0, out=X)
     X /= np.maximum(X.sum(1, keepdims=True), 1e-12)
     return X

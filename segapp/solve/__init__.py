@@ -241,13 +241,16 @@ class GraphSolver:
         return pairs
 
     def potentials(self, sets: list[np.ndarray], *, theta: float = DEFAULT_THETA,
-                   tol: float = 1e-4, maxiter: int = 300,
+                   tol: float = 1e-4, maxiter: int = 300, shift: float = 0.0,
+                   prior: np.ndarray | None = None,
                    cancel: CancelToken = NEVER) -> np.ndarray:
         """``Y`` (n × k): ``Y_a = E_a + φ_a``, every label's strokes extended harmonically,
-        from the plain harmonic solver's factor where it can (updated per edit), else by
-        block CG (:meth:`HarmonicSolver.potentials`)."""
-        return self.harmonic_solver(theta).potentials(sets, tol=tol, maxiter=maxiter,
-                                                      cancel=cancel)
+        from the harmonic solver's factor where it can (updated per edit), else by block CG
+        (:meth:`HarmonicSolver.potentials`). With ``shift`` γ > 0 and a ``prior`` (n × k, the
+        labels' posteriors), Grady's random walker with priors: ``(L + γD) Y = γ D P`` off
+        the strokes (:mod:`segapp.solve.harmonic`, "Appearance")."""
+        return self.harmonic_solver(theta, shift).potentials(sets, tol=tol, maxiter=maxiter,
+                                                             prior=prior, cancel=cancel)
 
     def harmonic_solver(self, theta: float, shift: float = 0.0) -> HarmonicSolver:
         """The harmonic solver of ``L + shift·D`` (made on first use; at most two kept: the

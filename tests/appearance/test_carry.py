@@ -89,14 +89,107 @@ def test_painted_pixels_keep_their_labels_and_unlearnt_unpainted_labels_never_ap
 
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, H - 1), st.integers(0, W - 1), st.integers(1, 4)),
-                min_size=1, max_size=12))
-def test_property_every_painted_pixel_keeps_its_label(learnt, points):
+                min_size=1, max_size=12), st.sampled_from([None, H * W // 7]))
+def test_property_every_painted_pixel_keeps_its_label(learnt, points, max_pixels):
+    # at full resolution and on a working copy (max_pixels): every painted label is one of
+    # the suggestion's labels and its painted pixels keep it
     img = paint(disc(), {1: RED, 2: BLUE}, seed=9)
     strokes = np.zeros((H, W), np.int32)
     for y, x, a in points:
         strokes[y, x] = a
-    s = suggest(img, learnt, strokes)
+    s = suggest(img, learnt, strokes, max_pixels=max_pixels)
     np.testing.assert_array_equal(s.labels[strokes > 0], strokes[strokes > 0])
+    assert set(np.unique(strokes[strokes > 0])) <= set(s.label_ids)
+    assert np.all(s.confidence[strokes > 0] == 1.0)
+
+
+def test_a_thin_stroke_on_a_large_image_keeps_its_label_on_the_working_copy(learnt):
+    # a 1-px green line at an odd row, painted with a label the folder never learnt, on an
+    # image ~3× the working size: the working copy's strokes keep it (segapp.inputs.resolution
+    # .reduce_strokes), so the reduced solve knows the label and marks the line with it
+    layout = np.kron(disc(), np.ones((4, 4), np.int32))  # 192 × 256
+    img = paint(layout, {1: RED, 2: BLUE}, seed=4)
+    img[101, 20:120] = GREEN
+    strokes = np.zeros(layout.shape, np.int32)
+    strokes[101, 20:120] = 3
+    s = suggest(img, learnt, strokes, max_pixels=layout.size // 10)
+    assert s.probabilities.shape[0] < layout.shape[0]          # a working copy was solved
+    assert 3 in s.label_ids
+    small = np.asarray(s.label_ids)[s.probabilities.argmax(-1)]
+    assert np.count_nonzero(small == 3) >= 100 * small.shape[1] // layout.shape[1]
+    np.testing.assert_array_equal(s.labels[strokes > 0], 3)
+    assert np.mean(s.labels[strokes == 0] == layout[strokes == 0]) > 0.97
+
+
+def _dense_random_walker(img: np.ndarray, P: np.ndarray, strokes: np.ndarray,
+                         ids: tuple[int, ...], gamma: float) -> np.ndarray:
+    """The module doc's ``(L + γD) X = γ D P``, ``X = e_a`` on the painted pixels, by a dense
+    solve of the unpainted rows (the independent reference)."""
+    from segapp.graphs import image_graph
+
+    g = image_graph(img)
+    A = g.laplacian.toarray() + np.diag(gamma * g.degrees)
+    flat = strokes.ravel()
+    fixed = flat > 0
+    X = P.copy()
+    X[fixed] = np.eye(len(ids))[np.searchsorted(ids, flat[fixed])]
+    free = ~fixed
+    rhs = gamma * g.degrees[free, None] * P[free] - A[np.ix_(free, fixed)] @ X[fixed]
+    X[free] = np.linalg.solve(A[np.ix_(free, free)], rhs)
+    return X
+
+
+@pytest.mark.parametrize("path", ["direct", "iterative"])
+def test_the_smoothing_is_grady_random_walker_with_priors(learnt, monkeypatch, path):
+    # the suggestion's X against a dense solve of its equation, on two linear solvers of
+    # segapp.solve's one door: Jacobi-preconditioned CG (what γ = 1/10 gets) and the direct
+    # factor (what a smaller γ would)
+    from segapp.solve import direct, harmonic
+
+    if path == "direct":
+        if not direct.available():
+            pytest.skip(direct.unavailable_reason())
+        monkeypatch.setattr(harmonic, "JACOBI_SHIFT", np.inf)
+    smoothing = 10.0
+    img = paint(disc(), {1: RED, 2: BLUE}, seed=6, noise=0.1)
+    strokes = np.zeros((H, W), np.int32)
+    strokes[30:33, 5:20] = 1
+    strokes[5:7, 50:60] = 3
+    P = suggest(img, learnt, strokes, smoothing=0).probabilities.reshape(H * W, -1)
+    s = suggest(img, learnt, strokes, smoothing=smoothing)
+    ref = _dense_random_walker(img, P, strokes, s.label_ids, 1.0 / smoothing)
+    X = s.probabilities.reshape(H * W, -1)
+    np.testing.assert_allclose(X, ref, atol=1e-8 if path == "direct" else 2e-2)
+    top = np.sort(ref, 1)
+    sure = top[:, -1] - top[:, -2] > 0.05
+    np.testing.assert_array_equal(X.argmax(1)[sure], ref.argmax(1)[sure])
+
+
+def test_a_suggestion_can_be_cancelled_at_each_stage(learnt):
+    from segapp.cancel import CancelToken
+    from segapp.errors import Cancelled
+
+    layout = np.kron(disc(), np.ones((2, 2), np.int32))
+    img = paint(layout, {1: RED, 2: BLUE}, seed=1, noise=0.2)  # noisy: the smoothing iterates
+    strokes = np.zeros(layout.shape, np.int32)
+    strokes[10, 10:40] = 1
+    stages: list[str] = []
+    suggest(img, learnt, strokes, max_pixels=layout.size // 3,
+            cancel=CancelToken(progress=lambda what, *_: stages.append(what)))
+    assert len(stages) >= 4 and stages[-1] == "suggestion: smoothing"
+    for stop_at in stages:
+        seen: list[str] = []
+        token = CancelToken(lambda: stop_at in seen, lambda what, *_: seen.append(what))
+        with pytest.raises(Cancelled):
+            suggest(img, learnt, strokes, max_pixels=layout.size // 3, cancel=token)
+        assert seen[-1] == stop_at
+    # polled inside the solve, too: the smoothing stage's own check passes, the next stops
+    seen, polls = [], []
+    token = CancelToken(lambda: polls.append(seen[-1]) or polls.count(stages[-1]) >= 2,
+                        lambda what, *_: seen.append(what))
+    with pytest.raises(Cancelled):
+        suggest(img, learnt, strokes, cancel=token)
+    assert polls.count(stages[-1]) == 2
 
 
 def test_a_large_image_is_suggested_on_a_reduced_copy(learnt):

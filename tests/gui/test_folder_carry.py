@@ -12,6 +12,9 @@ import pytest
 from PIL import Image
 from PySide6.QtCore import Qt
 
+from segapp.appearance import carry
+from segapp.errors import Cancelled
+
 from .conftest import SOLVE_TIMEOUT, drag
 from .test_folder_day import CTRL, annotate, photo
 
@@ -33,7 +36,7 @@ def suggestion_shown(win, key=None) -> bool:
 
 
 def test_the_next_image_opens_with_a_suggestion_that_strokes_refine(qtbot, make_window,
-                                                                    folder):
+                                                                    folder, monkeypatch):
     win = make_window()
     assert win.open_path(folder) and win.document.wait_loaded()
     assert not win.document.showing_suggestion()  # nothing finished yet: no suggestion
@@ -64,8 +67,22 @@ def test_the_next_image_opens_with_a_suggestion_that_strokes_refine(qtbot, make_
         drag(qtbot, win.canvas, [(10, y), (30, y)])
     key = win.state.stroke_key()
     qtbot.waitUntil(lambda: suggestion_shown(win, key), timeout=SOLVE_TIMEOUT)
-    # asked five times in a burst, one suggestion runs and one more follows it, not five
+    # asked five times in a burst, one suggestion runs and one more follows it, not five;
+    # the first is stopped as soon as the second is asked for (newest wins)
     win.document.saver.wait_loaded()
+    outcomes = []
+
+    def recording(*args, **kwargs):
+        try:
+            s = real_suggest(*args, **kwargs)
+        except Cancelled:
+            outcomes.append("cancelled")
+            raise
+        outcomes.append("done")
+        return s
+
+    real_suggest = carry.suggest
+    monkeypatch.setattr(carry, "suggest", recording)
     runs = []
     win.document.saver.progress.connect(
         lambda _i, n, text: n and text.startswith("Suggesting") and runs.append(text))
@@ -74,7 +91,7 @@ def test_the_next_image_opens_with_a_suggestion_that_strokes_refine(qtbot, make_
     win.document.saver.wait_loaded()
     qtbot.waitUntil(lambda: not win.document._suggesting, timeout=SOLVE_TIMEOUT)
     win.document.saver.wait_loaded()
-    assert len(runs) == 2
+    assert len(runs) == 2 and outcomes == ["cancelled", "done"]
     painted = win.model.scribbles > 0
     assert painted.any() and (win.state.shown.labels[painted] == 2).all()
 

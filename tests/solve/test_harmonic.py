@@ -18,7 +18,8 @@ import segapp
 from segapp.solve.amg import AMGPreconditioner
 from segapp.strokes.constraints import build_constraints
 from segapp.graphs.image import image_graph
-from segapp.solve.harmonic import HarmonicSolver, block_pcg, dirichlet_matrix, stroke_rhs
+from segapp.solve.harmonic import (JACOBI_SHIFT, HarmonicSolver, block_pcg, dirichlet_matrix,
+                                   stroke_rhs)
 from segapp.methods.fastge import FastGE
 from segapp.solve.pencil import Pencil
 
@@ -180,10 +181,12 @@ def _anchored_reference(L, d, sets, prior, gamma):
     return X[:n], La, values, known
 
 
-@pytest.mark.parametrize("linear_solver", ["direct", "iterative"])
+@pytest.mark.parametrize("linear_solver", ["direct", "iterative", "auto"])
 @pytest.mark.parametrize("gamma", [1e-3, 0.1])
 def test_a_prior_gives_the_potentials_of_the_graph_with_label_anchors(linear_solver, gamma):
-    if linear_solver == "direct" and not segapp.solve.direct.available():
+    # γ from JACOBI_SHIFT on (the folder suggestion's 0.1): Jacobi-preconditioned CG, unless
+    # the factor is asked for; below it (FAST-GE's appearance / n) the factor or AMG
+    if linear_solver != "iterative" and not segapp.solve.direct.available():
         pytest.skip("no usable CHOLMOD here")
     img, truth = noisy_blocks()
     g = image_graph(img, denoise=0)
@@ -199,6 +202,10 @@ def test_a_prior_gives_the_potentials_of_the_graph_with_label_anchors(linear_sol
     ref, *_ = _anchored_reference(g.laplacian, g.degrees, sets, prior, gamma)
     np.testing.assert_allclose(Y, ref, atol=1e-8)
     np.testing.assert_allclose(Y.sum(1), 1.0, atol=1e-8)   # Σ P_a = 1 keeps Σ φ_a = 1
+    jacobi = gamma >= JACOBI_SHIFT and linear_solver != "direct"
+    assert h.last_linear_solver.startswith(
+        "iterative, Jacobi" if jacobi else "iterative, AMG" if linear_solver == "iterative"
+        else "direct")
 
 
 def test_the_anchor_gram_is_the_anchored_graphs_energy():

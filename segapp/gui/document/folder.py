@@ -14,6 +14,7 @@ restore opens the folder again.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ class FolderWork(Opening):
     _dismissed: set[str] = set()  # images whose suggestion the person dismissed (per folder)
     _suggesting = False    # a suggestion is being computed
     _suggest_again = False  # the strokes or the image changed meanwhile
+    _suggest_stop: threading.Event | None = None  # set: the running one is out of date
     _save_generation = 0
     _answer_saved: Any = None  # the stroke key whose answer is in the folder
 
@@ -256,7 +258,13 @@ class FolderWork(Opening):
         From two labels on, the method answers as on any image: FAST-GE's ``carry`` option
         (the folder's models seeding its colour models) is not passed, because on the
         frames of ``benchmarks/carry.py`` it cost strokes to 90% (10.78 against 9.78 without;
-        the suggestion alone saved one stroke to 85%, CHANGELOG.md)."""
+        the suggestion alone saved one stroke to 85%, CHANGELOG.md).
+
+        Newest wins: a request while one is computed stops it (its strokes or image are out
+        of date; at 12 MP it takes seconds) and, if a suggestion is still wanted, one more
+        follows for what is on screen then."""
+        if self._suggesting and self._suggest_stop is not None:
+            self._suggest_stop.set()
         if not self._in_folder():
             return
         project, image = self.project, Path(self.state.image_path)
@@ -273,13 +281,15 @@ class FolderWork(Opening):
             return
         self._suggesting, self._suggest_again = True, False
         pixels, scribbles = self.state.image, model.scribbles.copy()
+        stop = self._suggest_stop = threading.Event()
 
         def work(step: Any) -> Any:
-            from ...appearance.carry import suggest
+            from ...appearance import carry
 
             # read here, in turn after what a finished image taught (the same runner)
             learnt = project.read_appearance()
-            return suggest(pixels, learnt, scribbles) if learnt.images else None
+            return carry.suggest(pixels, learnt, scribbles,
+                                 cancel=stop.is_set) if learnt.images else None
 
         def finished() -> None:
             self._suggesting = False
@@ -299,7 +309,8 @@ class FolderWork(Opening):
             finished()
 
         self.saver.start(SUGGESTING, work, done, failed,
-                         lambda: setattr(self, "_suggesting", False))
+                         lambda: finished() if stop.is_set() else
+                         setattr(self, "_suggesting", False))
 
     def _show_kept(self, project: FolderProject, image: Path, model: Any) -> None:
         """A done image whose answer is an accepted suggestion (no strokes): that answer,
