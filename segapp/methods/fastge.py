@@ -147,7 +147,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     # Issue 31 item 2: every 2nd dev photo, full size, 20 strokes, NoC@90 BSDS / GrabCut:
     # 0 → 13.67 / 6.08; 0.05 → 13.33 / –; 0.1 → 12.75 / 5.46; 0.2 → 13.08 / –; the weight
     # also in the sweep's data term (0.1, 0.15): GrabCut 6.23, 6.54; floored at 0.1 / 0.03:
-    # BSDS 13.75, GrabCut 6.15 / 6.31 (docs/quality.md "How far a label's colours reach").
+    # BSDS 13.75, GrabCut 6.15 / 6.31. Full sets: 0 → 14.62 / 6.16, 0.1 → 13.75 / 5.92,
+    # 0.2 → 14.17 / 6.16 (docs/quality.md "How far a label's colours reach").
     Option("reach", float, REACH, "how far from its strokes a label's colour model pulls: "
            "its prior at a pixel is weighted by exp(−d / (reach × the image's larger "
            "side)), d the distance to the label's nearest stroke; 0 = as strongly "
