@@ -85,22 +85,44 @@ def reach_posteriors(posteriors: np.ndarray, shape: tuple[int, int],
     The weights are taken relative to each pixel's nearest label (``d_a − min_b d_b``), which
     leaves the ratio unchanged and keeps the largest weight of a row at 1, so no row
     underflows however far the pixel is from every stroke."""
-    R = reach * max(shape)
-    D = np.stack([stroke_distance(shape, S).ravel() for S in sets], 1)
-    P = np.asarray(posteriors, np.float64) * np.exp(-(D - D.min(1, keepdims=True)) / R)
-    total = P.sum(1, keepdims=True)
-    # a row whose colour no near label explains keeps its colour posteriors
-    return np.where(total > 0, P / np.where(total > 0, total, 1.0), posteriors)
+    posteriors = np.asarray(posteriors)
+    # weights per grid cell (at most GRID_CELLS × k exponentials), gathered per pixel once:
+    # an edit's budget is a few tenths of a second (35 → 120 ms at 1.1 MP per pixel)
+    K = np.stack([_cell_distance(shape, S)[0].ravel() for S in sets], 1)
+    K -= K.min(1, keepdims=True)
+    K /= np.float32(-reach * max(shape))
+    np.exp(K, out=K)
+    h, w = shape
+    f = _cell_side(shape)
+    cell = ((np.arange(h) // f)[:, None] * (-(-w // f)) + (np.arange(w) // f)[None, :]).ravel()
+    P = posteriors * K[cell]
+    total = P.sum(1)
+    bad = ~(total > 0)        # a colour no near label explains: its colour posteriors stay
+    total[bad] = 1.0
+    P /= total[:, None]
+    if bad.any():
+        P[bad] = posteriors[bad]
+    return P
 
 
 def stroke_distance(shape: tuple[int, int], painted: np.ndarray) -> np.ndarray:
     """(rows, columns) float32: each pixel's distance to the nearest of the ``painted`` pixels
     (flat indices), exact on images of up to :data:`GRID_CELLS` pixels and otherwise within
     one cell's diagonal (cells of f × f pixels, f = ⌈√(n / GRID_CELLS)⌉)."""
+    d, f = _cell_distance(shape, painted)
     h, w = shape
-    f = max(1, math.ceil(math.sqrt(h * w / GRID_CELLS)))
+    return np.repeat(np.repeat(d, f, 0), f, 1)[:h, :w]
+
+
+def _cell_distance(shape: tuple[int, int], painted: np.ndarray) -> tuple[np.ndarray, int]:
+    """The distances of :func:`stroke_distance` per grid cell (float32) and the cell side f."""
+    h, w = shape
+    f = _cell_side(shape)
     cells = np.ones((-(-h // f), -(-w // f)), bool)
     r, c = np.divmod(np.asarray(painted, np.int64), w)
     cells[r // f, c // f] = False
-    d = (ndi.distance_transform_edt(cells) * f).astype(np.float32)
-    return np.repeat(np.repeat(d, f, 0), f, 1)[:h, :w]
+    return (ndi.distance_transform_edt(cells) * f).astype(np.float32), f
+
+
+def _cell_side(shape: tuple[int, int]) -> int:
+    return max(1, math.ceil(math.sqrt(shape[0] * shape[1] / GRID_CELLS)))
