@@ -7,15 +7,19 @@ from segapp.appearance import locality
 from segapp.appearance.locality import locality_weights
 
 
-def _brute(shape, sets, radius):
+def _distances(shape, sets):
+    """(n, k): every pixel's distance to each set's nearest pixel, by brute force."""
     h, w = shape
     yy, xx = np.divmod(np.arange(h * w), w)
-    K = []
+    D = []
     for S in sets:
         sy, sx = np.divmod(np.asarray(S), w)
-        d = np.sqrt((yy[:, None] - sy[None]) ** 2 + (xx[:, None] - sx[None]) ** 2).min(1)
-        K.append(np.exp(-(d / (radius * max(h, w))) ** 2))
-    K = np.stack(K, 1)
+        D.append(np.sqrt((yy[:, None] - sy[None]) ** 2 + (xx[:, None] - sx[None]) ** 2).min(1))
+    return np.stack(D, 1)
+
+
+def _brute(shape, sets, radius):
+    K = np.exp(-(_distances(shape, sets) / (radius * max(shape))) ** 2)
     return K ** 2 / K.sum(1, keepdims=True)
 
 
@@ -51,14 +55,7 @@ def test_a_pixel_counts_most_for_its_nearest_label_and_little_far_from_all():
 
 # -- reach: the solve's prior weighted by the distance to each label's strokes ---------------
 def _brute_reach(P, shape, sets, reach):
-    h, w = shape
-    yy, xx = np.divmod(np.arange(h * w), w)
-    K = []
-    for S in sets:
-        sy, sx = np.divmod(np.asarray(S), w)
-        d = np.sqrt((yy[:, None] - sy[None]) ** 2 + (xx[:, None] - sx[None]) ** 2).min(1)
-        K.append(np.exp(-d / (reach * max(h, w))))
-    Q = P * np.stack(K, 1)
+    Q = P * np.exp(-_distances(shape, sets) / (reach * max(shape)))
     return Q / Q.sum(1, keepdims=True)
 
 
