@@ -1,6 +1,29 @@
-r"""Where each label is likely to be, from where it was painted: the locality prior of issue 31.
+r"""Where each label is likely to be, from where it was painted: the locality priors of issue 31.
 
-GrabCut (Rother, Kolmogorov, Blake, SIGGRAPH 2004) learns its first object model from every
+Two uses of one distance, each label's distance :math:`d_a(i)` from pixel i to its nearest
+painted pixel:
+
+- **reach** (:func:`reach_posteriors`, FastGE option ``reach``, on by default): the prior the
+  solve adds for label a at pixel i is its colour posterior weighted by how near the label's
+  strokes the pixel is,
+
+  .. math:: \pi_a(i) = \frac{P_a(i)\, e^{-d_a(i)/R}}{\sum_b P_b(i)\, e^{-d_b(i)/R}},
+            \qquad R = \text{reach} \times \text{the image's larger side},
+
+  Bayes' rule with a prior on where each label is that decays with the distance to its
+  strokes (GrabCut's "the object is near where it was marked", Rother, Kolmogorov, Blake,
+  SIGGRAPH 2004, made soft and k-way). A colour of label a far from a's strokes is no longer
+  pulled to a as strongly as one beside them: a cannon ball's stone colour stops claiming the
+  wall across the courtyard, while sky between branches a few strokes' widths from a sky
+  stroke is still found. The two-label sweep's data term keeps the colour posteriors alone
+  (where a label lies is already in the eigenvector's order).
+- **locality** (:func:`locality_weights`, option ``locality``, off): where the colour models
+  *learn*, below.
+
+Reach: the scan behind :data:`REACH` is beside the option's declaration
+(:mod:`segapp.methods.fastge`) and in docs/quality.md.
+
+Locality: GrabCut (Rother, Kolmogorov, Blake, SIGGRAPH 2004) learns its first object model from every
 pixel of a region the person marked, not from the few painted ones, and that region is what
 makes its first answer good. segapp has strokes, not a rectangle, so each label's first model
 also learns from the unpainted pixels *near its strokes*, each pixel counted for the labels
@@ -36,8 +59,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import ndimage as ndi
 
-#: R / the image's larger side.
+#: Locality's R / the image's larger side.
 RADIUS = 0.25
+#: Default ``reach``: the reach prior's R / the image's larger side.
+REACH = 0.1
 #: Cells of the grid the distances are computed on.
 GRID_CELLS = 1 << 16
 
@@ -51,14 +76,53 @@ def locality_weights(shape: tuple[int, int], sets: Sequence[np.ndarray],
     return np.square(K) / np.maximum(K.sum(1, keepdims=True), 1e-30)
 
 
+def reach_posteriors(posteriors: np.ndarray, shape: tuple[int, int],
+                     sets: Sequence[np.ndarray], reach: float) -> np.ndarray:
+    """(n, k): the colour ``posteriors`` (n, k, rows summing to 1, columns in the order of
+    ``sets``) weighted by :math:`e^{-d_a(i)/R}` and renormalised (module doc, "reach"), for an
+    image of ``shape`` whose label a has the painted pixels ``sets[a]``; ``reach`` > 0.
+
+    The weights are taken relative to each pixel's nearest label (``d_a − min_b d_b``), which
+    leaves the ratio unchanged and keeps the largest weight of a row at 1, so no row
+    underflows however far the pixel is from every stroke."""
+    posteriors = np.asarray(posteriors)
+    # weights per grid cell (at most GRID_CELLS × k exponentials), gathered per pixel once:
+    # an edit's budget is a few tenths of a second (35 → 120 ms at 1.1 MP per pixel)
+    K = np.stack([_cell_distance(shape, S)[0].ravel() for S in sets], 1)
+    K -= K.min(1, keepdims=True)
+    K /= np.float32(-reach * max(shape))
+    np.exp(K, out=K)
+    h, w = shape
+    f = _cell_side(shape)
+    cell = ((np.arange(h) // f)[:, None] * (-(-w // f)) + (np.arange(w) // f)[None, :]).ravel()
+    P = posteriors * K[cell]
+    total = P.sum(1)
+    bad = ~(total > 0)        # a colour no near label explains: its colour posteriors stay
+    total[bad] = 1.0
+    P /= total[:, None]
+    if bad.any():
+        P[bad] = posteriors[bad]
+    return P
+
+
 def stroke_distance(shape: tuple[int, int], painted: np.ndarray) -> np.ndarray:
     """(rows, columns) float32: each pixel's distance to the nearest of the ``painted`` pixels
     (flat indices), exact on images of up to :data:`GRID_CELLS` pixels and otherwise within
     one cell's diagonal (cells of f × f pixels, f = ⌈√(n / GRID_CELLS)⌉)."""
+    d, f = _cell_distance(shape, painted)
     h, w = shape
-    f = max(1, math.ceil(math.sqrt(h * w / GRID_CELLS)))
+    return np.repeat(np.repeat(d, f, 0), f, 1)[:h, :w]
+
+
+def _cell_distance(shape: tuple[int, int], painted: np.ndarray) -> tuple[np.ndarray, int]:
+    """The distances of :func:`stroke_distance` per grid cell (float32) and the cell side f."""
+    h, w = shape
+    f = _cell_side(shape)
     cells = np.ones((-(-h // f), -(-w // f)), bool)
     r, c = np.divmod(np.asarray(painted, np.int64), w)
     cells[r // f, c // f] = False
-    d = (ndi.distance_transform_edt(cells) * f).astype(np.float32)
-    return np.repeat(np.repeat(d, f, 0), f, 1)[:h, :w]
+    return (ndi.distance_transform_edt(cells) * f).astype(np.float32), f
+
+
+def _cell_side(shape: tuple[int, int]) -> int:
+    return max(1, math.ceil(math.sqrt(shape[0] * shape[1] / GRID_CELLS)))

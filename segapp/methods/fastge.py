@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from ..partition.colour_model import strokes_differ_in_colour
 from ..partition import (COLOUR_WEIGHT, MODEL_WEIGHT, STROKE_AGREEMENT, embed,
                          round_eigenvectors, rounding_confidence, stroke_agreement)
 from ..appearance import ColourPalette, fit_label_models, label_posteriors
-from ..appearance.locality import RADIUS, locality_weights
+from ..appearance.locality import RADIUS, REACH, locality_weights, reach_posteriors
 from ..result import Segmentation
 from .base import n_vectors
 from .graph_method import GRAPH_OPTIONS, GraphMethod
@@ -145,6 +145,15 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            f"share of the image's larger side (GrabCut's region: {RADIUS}); 0 = the painted "
            "pixels only (the default: on the dev photos the region lowered the first answer)",
            "solve", low=0.0, high=4.0),
+    # Issue 31 item 2: every 2nd dev photo, full size, 20 strokes, NoC@90 BSDS / GrabCut:
+    # 0 → 13.67 / 6.08; 0.05 → 13.33 / –; 0.1 → 12.75 / 5.46; 0.2 → 13.08 / –; the weight
+    # also in the sweep's data term (0.1, 0.15): GrabCut 6.23, 6.54; floored at 0.1 / 0.03:
+    # BSDS 13.75, GrabCut 6.15 / 6.31. Full sets: 0 → 14.62 / 6.16, 0.1 → 13.75 / 5.92,
+    # 0.2 → 14.17 / 6.16 (docs/quality.md "How far a label's colours reach").
+    Option("reach", float, REACH, "how far from its strokes a label's colour model pulls: "
+           "its prior at a pixel is weighted by exp(−d / (reach × the image's larger "
+           "side)), d the distance to the label's nearest stroke; 0 = as strongly "
+           "everywhere", "solve", low=0.0, high=10.0),
     # Issue 32 item 6: what a folder's finished images taught (segapp.appearance.carry).
     Option("carry", str, "", "a folder's learnt appearance (segapp-appearance JSON, "
            "FOLDER/segapp/appearance.json): the colour models' first round also learns from "
@@ -152,6 +161,16 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            file=True),
     SEED,
 )
+
+
+class LabelPriors(NamedTuple):
+    """The labels' colour models as one edit uses them, (n, k) each, rows summing to 1."""
+
+    #: the prior of the solve: the colour posteriors weighted by the strokes' reach
+    #: (:func:`~segapp.appearance.locality.reach_posteriors`; the colour ones without it)
+    solve: np.ndarray
+    #: the colour posteriors ``P_a(i)``: the two-label sweep's data term
+    colour: np.ndarray
 
 
 class FastGE(GraphMethod):
@@ -266,11 +285,12 @@ class FastGE(GraphMethod):
         return self._palette
 
     def _prior(self, cons: Constraints, learned: np.ndarray | None,
-               timings: dict[str, float]) -> np.ndarray:
-        """The labels' colour posteriors (n, k): each label's mixture learns from its painted
-        pixels and, given an earlier answer ``learned`` (user ids), from the pixels it gave
-        the label, the painted ones then weighing as much as the rest of the label together
-        (what the person painted is never outvoted by what the answer guessed)."""
+               timings: dict[str, float]) -> LabelPriors:
+        """The labels' colour posteriors and the solve's prior made from them with ``reach``:
+        each label's mixture learns from its painted pixels and, given an earlier answer
+        ``learned`` (user ids), from the pixels it gave the label, the painted ones then
+        weighing as much as the rest of the label together (what the person painted is never
+        outvoted by what the answer guessed)."""
         t = time.perf_counter()
         pal, k = self.palette, cons.k
         painted = np.full(pal.n, -1, np.int64)
@@ -295,9 +315,12 @@ class FastGE(GraphMethod):
         if A is not None:
             scale = A.sum(0) / np.maximum(W.sum(0), 1e-12)
             W = A + W * np.maximum(scale, 1.0)
-        prior = label_posteriors(pal, fit_label_models(pal, W, noise=self.colours.noise))
+        colour = label_posteriors(pal, fit_label_models(pal, W, noise=self.colours.noise))
+        reach = self.settings["reach"]
+        solve = (reach_posteriors(colour, self.graph.shape, cons.sets, reach) if reach > 0
+                 else colour)
         timings["appearance"] = timings.get("appearance", 0.0) + time.perf_counter() - t
-        return prior
+        return LabelPriors(solve, colour)
 
     def _carried_posteriors(self, cons: Constraints) -> np.ndarray:
         """(n, k): the ``carry`` file's label posteriors of the painted labels, kept while
@@ -328,7 +351,7 @@ class FastGE(GraphMethod):
 
     def _solve_and_round(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
                          cancel: CancelToken, timings: dict[str, float],
-                         prior: np.ndarray | None = None
+                         prior: LabelPriors | None = None
                          ) -> tuple[int, Eigenpairs, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Eigenpairs and their rounding, with one more vector while the strokes are not given
         back (:func:`needs_one_more_vector`). Returns m, the pairs, and labels, embedding,
@@ -344,7 +367,8 @@ class FastGE(GraphMethod):
                                          cancel=cancel, previous=previous,
                                          colours=self.colours if o["colour_weight"] else None,
                                          colour_weight=o["colour_weight"],
-                                         posteriors=prior, model_weight=o["model_weight"])
+                                         posteriors=None if prior is None else prior.colour,
+                                         model_weight=o["model_weight"])
             timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
             if not needs_one_more_vector(rounded[2], m, cons.k):
                 return m, pairs, rounded
@@ -352,16 +376,16 @@ class FastGE(GraphMethod):
 
     def _solve_pencil(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
                       cancel: CancelToken, timings: dict[str, float],
-                      prior: np.ndarray | None = None) -> Eigenpairs:
+                      prior: LabelPriors | None = None) -> Eigenpairs:
         """The m smallest pairs of the pencil, by the solver the door picks
         (:meth:`~segapp.solve.GraphSolver.eigenpairs`): the harmonic potentials (with the
-        colour models' ``prior``, if any, weighing γ = appearance / n), or LOBPCG
+        colour models' ``prior.solve``, if any, weighing γ = appearance / n), or LOBPCG
         (warm-started if asked; it takes no prior)."""
         return self.solver.eigenpairs(self._problem(pencil, cons, m, soft, prior), cancel,
                                       timings)
 
     def _problem(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
-                 prior: np.ndarray | None) -> EigenProblem:
+                 prior: LabelPriors | None) -> EigenProblem:
         """The eigenproblem of this edit as the solve stage takes it."""
         o = self.settings
         settings = SolveSettings(
@@ -371,7 +395,8 @@ class FastGE(GraphMethod):
             on_nonconvergence=o["on_nonconvergence"],
             advice="try a larger maxiter or a smaller constraint_weight")
         return EigenProblem(pencil, m, tuple(cons.sets), tuple(cons.label_ids), settings,
-                            constraints=cons, soft=soft, prior=prior,
+                            constraints=cons, soft=soft,
+                            prior=None if prior is None else prior.solve,
                             prior_weight=o["appearance"] / self.graph.n)
 
 

@@ -519,3 +519,22 @@ def test_fastge_builds_no_solver_itself():
         for module in ("harmonic", "lobpcg", "direct", "ordering"):
             assert f"solve.{module} import" not in text, (name, module)
         assert "amg_preconditioner" not in text and "HarmonicSolver(" not in text, name
+
+
+def test_the_solve_takes_the_colour_posteriors_weighted_by_the_strokes_reach():
+    """``reach``: the solve's prior is Bayes' rule with the distance prior of
+    :func:`~segapp.appearance.locality.reach_posteriors`; the sweep's data term keeps the colour
+    posteriors; ``reach=0`` gives the colour posteriors to both."""
+    from segapp.appearance.locality import reach_posteriors
+    from segapp.strokes.constraints import build_constraints
+    from segapp.strokes.reading import read_strokes
+
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.6, 0.3, 0.5), 0.15)
+    for reach in (0.1, 0.0):
+        method = FastGE.from_image(img, reach=reach)
+        cons = build_constraints(read_strokes(s, method.graph.n), method.graph.degrees)
+        prior = method._prior(cons, None, {})
+        want = (reach_posteriors(prior.colour, method.graph.shape, cons.sets, reach)
+                if reach else prior.colour)
+        np.testing.assert_allclose(prior.solve, want)
+        assert (np.abs(prior.solve - prior.colour).max() > 0.05) == (reach > 0)
