@@ -149,11 +149,13 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     # 0 → 13.67 / 6.08; 0.05 → 13.33 / –; 0.1 → 12.75 / 5.46; 0.2 → 13.08 / –; the weight
     # also in the sweep's data term (0.1, 0.15): GrabCut 6.23, 6.54; floored at 0.1 / 0.03:
     # BSDS 13.75, GrabCut 6.15 / 6.31. Full sets: 0 → 14.62 / 6.16, 0.1 → 13.75 / 5.92,
-    # 0.2 → 14.17 / 6.16 (docs/quality.md "How far a label's colours reach").
+    # 0.2 → 14.17 / 6.16 (docs/quality.md "How far a label's colours reach"). Off by
+    # default: issue 10's noisy three-region image (35/255) 99.6% → 66% correct at 0.1.
     Option("reach", float, REACH, "how far from its strokes a label's colour model pulls: "
            "its prior at a pixel is weighted by exp(−d / (reach × the image's larger "
            "side)), d the distance to the label's nearest stroke; 0 = as strongly "
-           "everywhere", "solve", low=0.0, high=10.0),
+           "everywhere (the default: where colours are ambiguous, e.g. under noise, the "
+           "weights give pixels the nearest stroke's label)", "solve", low=0.0, high=10.0),
     # Issue 32 item 6: what a folder's finished images taught (segapp.appearance.carry).
     Option("carry", str, "", "a folder's learnt appearance (segapp-appearance JSON, "
            "FOLDER/segapp/appearance.json): the colour models' first round also learns from "
