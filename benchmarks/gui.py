@@ -191,7 +191,7 @@ def wait(app: Any, done: Any, timeout: float) -> float:
 def shows_full_result(win: Any) -> bool:
     shown = win.state.shown
     return (shown is not None and shown.tag == win.display.tag
-            and not shown.result.preview and not win.worker.is_busy)
+            and not shown.preview and not win.worker.is_busy)
 
 
 def methods_vs_cli(app: Any, tmp: Path, names: list[str], timeout: float,
@@ -223,7 +223,7 @@ def method_in_app_and_cli(app: Any, tmp: Path, name: str, photo: Path, strokes: 
     win.worker.cancelled.connect(lambda *_a: solves.append("cancelled"))
     win.document.import_scribbles(strokes)
     seconds = wait(app, lambda: shows_full_result(win), timeout)
-    solve = win.state.shown.result.seconds if win.state.shown is not None else float("nan")
+    solve = win.state.shown.seconds if win.state.shown is not None else float("nan")
     win.choose = lambda *a: "Discard"
     win.close()
     out = tmp / f"cli-{name}.png"
