@@ -14,6 +14,7 @@ coarse pixel (``√(H·W / max_pixels)`` full-resolution pixels).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from ..result import Segmentation
@@ -39,12 +40,52 @@ def working_shape(shape: tuple[int, int], max_pixels: int | None) -> tuple[int, 
 
 
 def reduce_image(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Area-averaged (anti-aliased) copy of a float image at ``shape``."""
+    """Area-averaged copy of a float image at ``shape``, float32 (:func:`area_average`)."""
     if image.shape[:2] == tuple(shape):
         return image
-    from skimage.transform import resize
-    out = resize(image, tuple(shape) + image.shape[2:], anti_aliasing=True, preserve_range=True)
-    return np.clip(out, 0, 1).astype(np.float32)
+    return np.clip(area_average(image, shape), 0, 1).astype(np.float32, copy=False)
+
+
+def area_average(A: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``A`` (H, W[, c]) reduced to ``shape`` (h ≤ H, w ≤ W) by exact area averaging, float32.
+
+    Coarse pixel ``(i, j)`` covers the fine rectangle ``[i·H/h, (i+1)·H/h) × [j·W/w,
+    (j+1)·W/w)`` and takes the mean of ``A`` over it, each fine pixel weighted by the area it
+    shares with that rectangle: a box filter of the coarse pixel's exact footprint (for
+    integer factors, the plain block mean). The coarse pixels' centres are those
+    :func:`bilinear` interpolates between, and every fine pixel's colour counts in total as
+    much as any other's. Separable: one sparse weight matrix per axis, two products (0.1 s
+    at 12 MP, where scikit-image's Gaussian anti-aliasing filter took about 1 s, and — as
+    NumPy / SciPy kernels — without holding the GIL for long).
+    """
+    A = np.asarray(A, dtype=np.float32)
+    H, W = A.shape[:2]
+    h, w = shape
+    rest = A.shape[2:]
+    c = int(np.prod(rest))
+    rows = _area_weights(H, h) @ A.reshape(H, W * c)                     # (h, W·c)
+    cols = _area_weights(W, w) @ rows.reshape(h, W, c).transpose(1, 0, 2).reshape(W, h * c)
+    return np.ascontiguousarray(cols.reshape(w, h, c).transpose(1, 0, 2)).reshape(
+        (h, w) + rest)
+
+
+def _area_weights(n_in: int, n_out: int) -> sp.csr_matrix:
+    """(n_out × n_in) float32: row i holds the shares of the fine cells ``[j, j+1)`` in the
+    coarse cell ``[i·n_in/n_out, (i+1)·n_in/n_out)``, divided by its length (rows sum to
+    1). A fine cell meets at most two coarse ones (n_out ≤ n_in); the boundary between them
+    lies at ``b·n_in/n_out``, so the shares are exact integer ratios."""
+    if not 1 <= n_out <= n_in:
+        raise ValueError(f"cannot area-average {n_in} pixels into {n_out}")
+    j = np.arange(n_in, dtype=np.int64)
+    a = j * n_out // n_in                   # the coarse cell of the fine cell's start ...
+    b = ((j + 1) * n_out - 1) // n_in       # ... and of its end
+    first = np.where(a == b, n_out, b * n_in - j * n_out)    # share × n_in of cell a
+    second = n_out - first                                   # and of cell b (0 if a == b)
+    split = second > 0
+    r = np.concatenate([a, b[split]])
+    col = np.concatenate([j, j[split]])
+    v = np.concatenate([first, second[split]]).astype(np.float64) / n_in
+    return sp.csr_matrix((v.astype(np.float32), (r, col)), shape=(n_out, n_in))
 
 
 def reduce_map(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
