@@ -309,6 +309,7 @@ class CCSKL(GraphMethod):
         #: The strokes' potentials (:meth:`~segapp.solve.GraphSolver.potentials`): a factor
         #: per image updated per edit where CHOLMOD is installed, else block CG.
         self.solver = GraphSolver.of(graph)
+        self.solver.analyse_ahead()   # per image, no stroke needed: off the first answer
 
     def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit after this one's answer: the potentials' factor."""

@@ -191,6 +191,9 @@ class FastGE(GraphMethod):
         #: builds the eigensolver and the linear solver, and keeps their factors and
         #: hierarchies from edit to edit.
         self.solver = GraphSolver.of(graph)
+        if (canonical_eigensolver(self.settings["eigensolver"]) == "harmonic"
+                and self.settings["linear_solver"] != "iterative"):
+            self.solver.analyse_ahead()   # per image, no stroke needed: off the first answer
         self._palette: ColourPalette | None = None
         self._carried: tuple[tuple, np.ndarray] | None = None  # (file and labels, posteriors)
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.

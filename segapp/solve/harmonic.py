@@ -76,6 +76,7 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import partial
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -325,12 +326,17 @@ class HarmonicSolver:
         γ of an appearance prior (:mod:`segapp.appearance`): every unpainted pixel is joined
         to the label anchors with total weight ``γ d_i``, so the Dirichlet problems are those
         of ``L_D + γ D`` (module doc, "Appearance"); 0 = FAST-GE's own problem.
+    analysis : callable, optional
+        Gives the image's :class:`~segapp.solve.direct.GridAnalysis` (made ahead and shared
+        by the graph's harmonic solvers, :meth:`segapp.solve.GraphSolver.analyse_ahead`), or
+        raises why there is none; without it the direct solver makes its own.
     """
 
     def __init__(self, laplacian: sp.csr_matrix, degrees: np.ndarray, *,
                  theta: float = DEFAULT_THETA,
                  grid: tuple[tuple[int, int], int] | None = None,
-                 shift: float = 0.0) -> None:
+                 shift: float = 0.0,
+                 analysis: Callable[[], direct.GridAnalysis] | None = None) -> None:
         self.L = sp.csr_matrix(laplacian)
         self.degrees = np.asarray(degrees, dtype=np.float64)
         self.shift = float(shift)
@@ -348,6 +354,7 @@ class HarmonicSolver:
             "not an image graph" if grid is None else
             f"more than {direct.MAX_FACTORED_PIXELS} pixels"
             if self.L.shape[0] > direct.MAX_FACTORED_PIXELS else None)
+        self._analysis = analysis
         self._next: np.ndarray | None = None     # the painted mask prepare() factors for
         self._ahead: _Ahead | None = None        # a snapshot made beside the caller (factor_ahead)
         self._ahead_last: _Ahead | None = None   # ... and the last one started (join_ahead)
@@ -380,7 +387,8 @@ class HarmonicSolver:
             if self.direct is None and self._direct_usable():
                 assert self.grid is not None
                 try:
-                    self.direct = direct.DirichletFactor(self.M, *self.grid)
+                    shared = self._analysis() if self._analysis is not None else None
+                    self.direct = direct.DirichletFactor(self.M, *self.grid, analysis=shared)
                 except (SolverError, MemoryError) as exc:
                     self.direct_unavailable = str(exc)
             return self.direct

@@ -154,6 +154,61 @@ def test_one_snapshot_serves_many_right_hand_sides(gamma, kind):
 
 
 @needs_cholmod
+def test_one_analysis_made_before_any_stroke_serves_every_shift():
+    """The per-image analysis (made from the graph alone) shared by factors of ``L`` and of
+    ``L + γD`` (on L's pattern, as the harmonic solver makes it): each solves like an
+    independent dense solve, and like a factor that made its own analysis."""
+    from segapp.solve.harmonic import shifted
+    rng = np.random.default_rng(11)
+    g = image_graph(noisy_blocks())
+    grid = (g.shape, offsets_reach(g.offsets))
+    shared = direct.GridAnalysis(g.laplacian, *grid)
+    fixed = np.zeros(g.n, dtype=bool)
+    fixed[rng.choice(g.n, 40, replace=False)] = True
+    for gamma in (0.0, 0.2):
+        M = shifted(g.laplacian, gamma * g.degrees) if gamma else g.laplacian
+        assert shared.fits(M)
+        d = direct.DirichletFactor(M, *grid, analysis=shared)
+        assert d._symbolic is shared.symbolic
+        own = direct.DirichletFactor(M, *grid)
+        b = rng.normal(size=(g.n, 2))
+        b[fixed] = 0
+        ref = np.linalg.solve(dense_dirichlet(M, fixed), b)
+        x = d.solve(fixed, b)
+        np.testing.assert_allclose(x, ref, rtol=1e-9, atol=1e-10 * np.abs(ref).max())
+        np.testing.assert_array_equal(x, own.solve(fixed, b))
+    # a matrix on another pattern is not taken for this one: its factor analyses it anew
+    other = (g.laplacian + sp.eye(g.n, k=g.shape[1] + 2) + sp.eye(g.n, k=-g.shape[1] - 2)).tocsr()
+    other.sort_indices()
+    assert not shared.fits(other)
+    d = direct.DirichletFactor(other, *grid, analysis=shared)
+    assert d._symbolic is not shared.symbolic
+
+
+@needs_cholmod
+def test_the_graph_solver_analyses_ahead_once_for_all_its_harmonic_solvers():
+    from segapp.solve import GraphSolver
+    g = image_graph(noisy_blocks())
+    gs = GraphSolver.of(g)
+    assert gs.analyse_ahead() and not gs.analyse_ahead()     # once per image
+    sets = [np.arange(5), np.arange(g.n - 5, g.n)]
+    plain = gs.harmonic_solver(0.25, 0.0)
+    Y0 = plain.potentials(sets, linear_solver="direct")
+    prior = np.full((g.n, 2), 0.5)
+    gamma = gs.harmonic_solver(0.25, 0.1)
+    Y1 = gamma.potentials(sets, linear_solver="direct", prior=prior)
+    assert plain.direct._symbolic is gamma.direct._symbolic is gs._grid_analysis().symbolic
+    for h, Y, p in ((plain, Y0, None), (gamma, Y1, prior)):   # dense references
+        fixed = np.zeros(g.n, dtype=bool)
+        fixed[np.concatenate(sets)] = True
+        b = stroke_rhs(h.M, fixed, sets)
+        if p is not None:
+            b += (h.shift * g.degrees * ~fixed)[:, None] * p
+        ref = np.linalg.solve(dense_dirichlet(h.M, fixed), b)
+        np.testing.assert_allclose(Y[~fixed], ref[~fixed], atol=1e-9)
+
+
+@needs_cholmod
 def test_a_snapshot_is_immutable_and_outlives_a_new_base():
     rng = np.random.default_rng(3)
     g = image_graph(noisy_blocks())
