@@ -83,12 +83,17 @@ REACH_BYTES_PER_PIXEL = 64
 MAX_FACTORED_PIXELS = 4_000_000
 MAX_FACTOR_BYTES = 3 * 2**30
 #: With ``linear_solver="auto"``, images up to this size *per free core*
-#: (:func:`cold_pixels`) are factored for their first solve too (on one core a factor costs
-#: about what a cold AMG set-up + CG does at 600K px; the factorization's dense fronts use a
-#: second core, the AMG set-up and CG do not; and every answer of a session is then exact: a
-#: fresh session and an edited one agree to the last pixel); larger ones get their first
-#: answer iteratively and are factored in the background.
-COLD_PIXELS = 600_000
+#: (:func:`cold_pixels`) are factored for their first solve too; larger ones get their first
+#: answer iteratively and are factored in the background. With the image's analysis made
+#: ahead (:class:`GridAnalysis`), the factor path costs less CPU than a cold AMG set-up + CG
+#: even on one core at 1.1M px (the coffee photo, 4 labels, load 7: a whole ``segment``
+#: 5.8–6.4 s CPU direct against 6.8–7.2 s iterative; wall 11.8–12.4 s against 16.9–25.3 s):
+#: the factorization is dense BLAS, where AMG and CG are memory-bound; the dense fronts also
+#: use a second core, the AMG set-up and CG do not (600K per core before, from a comparison
+#: that counted the analysis on the factor's side). Every answer of a session is then
+#: exact: a fresh session and an edited one agree to the last pixel. Above 1.2M per core
+#: the crossover is extrapolated (factor ~n^1.5, CG ~n: about 2.8M px on one core).
+COLD_PIXELS = 1_200_000
 def cold_pixels() -> int:
     """The largest image factored for its first answer (:data:`COLD_PIXELS` per free core)."""
     return COLD_PIXELS * foreground_threads()
