@@ -184,6 +184,7 @@ class FastGE(GraphMethod):
     constrained = True
     options = OPTIONS
     prepares = True
+    colours_ahead = True   # the first edit decides on the colour models from them
 
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
         super().__init__(graph, settings, **options)

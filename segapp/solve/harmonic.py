@@ -178,6 +178,11 @@ def with_strokes(Y: np.ndarray, fixed: np.ndarray, sets: list[np.ndarray]) -> np
     return Y
 
 
+def _column_norms(V: np.ndarray) -> np.ndarray:
+    """The Euclidean norm of each column, without an n × m temporary (``np.linalg.norm``'s)."""
+    return np.sqrt(np.einsum("ij,ij->j", V, V))
+
+
 def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
               tol: float = 1e-4, maxiter: int = 300, cancel: CancelToken = NEVER
               ) -> tuple[np.ndarray, int, np.ndarray]:
@@ -190,7 +195,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
     comes with it bound (:func:`functools.partial`).
     """
     check = cancel.check
-    colnorm = lambda V: np.sqrt(np.einsum("ij,ij->j", V, V))  # noqa: E731 (no n×m temporaries)
+    colnorm = _column_norms
     bnorm = colnorm(b)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
     if x0 is None:
@@ -687,8 +692,8 @@ class HarmonicSolver:
         # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
         r = b - self.M @ Phi
         r[fixed] = 0.0
-        bn = np.linalg.norm(b, axis=0)
-        rel = np.linalg.norm(r, axis=0) / np.where(bn > 0, bn, 1.0)
+        bn = _column_norms(b)
+        rel = _column_norms(r) / np.where(bn > 0, bn, 1.0)
         how = ("potentials by a direct solve: numeric factor" if snap.how == "refactor" else
                "potentials by a direct solve: the base factor" if snap.how == "base" else
                f"potentials by a direct solve: the base factor updated for {snap.changed} "
