@@ -309,7 +309,11 @@ class CCSKL(GraphMethod):
         #: The strokes' potentials (:meth:`~segapp.solve.GraphSolver.potentials`): a factor
         #: per image updated per edit where CHOLMOD is installed, else block CG.
         self.solver = GraphSolver.of(graph)
-        self.solver.analyse_ahead()   # per image, no stroke needed: off the first answer
+
+    @classmethod
+    def direct_ahead(cls, settings: Settings) -> bool:
+        """The strokes' potentials take the direct solver's factor where it serves."""
+        return True
 
     def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit after this one's answer: the potentials' factor."""

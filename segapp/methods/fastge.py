@@ -192,13 +192,16 @@ class FastGE(GraphMethod):
         #: builds the eigensolver and the linear solver, and keeps their factors and
         #: hierarchies from edit to edit.
         self.solver = GraphSolver.of(graph)
-        if (canonical_eigensolver(self.settings["eigensolver"]) == "harmonic"
-                and self.settings["linear_solver"] != "iterative"):
-            self.solver.analyse_ahead()   # per image, no stroke needed: off the first answer
         self._palette: ColourPalette | None = None
         self._carried: tuple[tuple, np.ndarray] | None = None  # (file and labels, posteriors)
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
+
+    @classmethod
+    def direct_ahead(cls, settings: Settings) -> bool:
+        """The harmonic eigensolver takes the direct solver's factor unless told not to."""
+        return (canonical_eigensolver(settings["eigensolver"]) == "harmonic"
+                and settings["linear_solver"] != "iterative")
 
     def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit, after this one's answer (:meth:`GraphSolver.prepare`)."""

@@ -8,18 +8,19 @@ the method object then answers every edit of the strokes.
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..ahead import Ahead
 from ..errors import InvalidInputError
 from ..graphs import Graph, graph_from_adjacency, image_graph
-from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR
+from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR, graph_offsets
 from ..options import Option, Settings
 from ..partition import ImageColours
+from ..solve import analysis_ahead
 from .base import Method
 
 #: Options that shape the image graph (:func:`segapp.graphs.image.image_graph`); every graph method
@@ -64,14 +65,29 @@ class GraphMethod(Method):
     def from_settings(cls, image: np.ndarray, settings: Settings) -> "GraphMethod":
         """Build the image graph (graph options of :func:`segapp.graphs.image.image_graph`), then the method."""
         t = time.perf_counter()
-        colours = _Ahead(ImageColours.of_image, image) if cls.colours_ahead else None
+        # Per-image work that needs no weight or stroke, begun beside the graph's build.
+        colours = Ahead(ImageColours.of_image, image) if cls.colours_ahead else None
+        shape = image.shape[:2]
+        analysis = (analysis_ahead(shape, graph_offsets(shape, settings["connectivity"],
+                                                        settings["radius"]))
+                    if cls.direct_ahead(settings) else None)
         graph = image_graph(image, **{o.name: settings[o.name] for o in GRAPH_OPTIONS})
         elapsed = time.perf_counter() - t
         method = cls(graph, settings=settings)
         method._image = image  # its colours are read when first needed (colours)
         method._colours_ahead = colours
+        if analysis is not None:
+            method.solver.analyse_ahead(analysis)
         method.timings = {"graph": elapsed, **method.timings}
         return method
+
+    @classmethod
+    def direct_ahead(cls, settings: Settings) -> bool:
+        """Whether :meth:`from_settings` starts the direct solver's analysis of the pixel grid
+        beside the graph (:func:`segapp.solve.analysis_ahead`): for a method whose solves
+        take the direct solver's factor with these settings (it has a ``solver``,
+        :class:`~segapp.solve.GraphSolver`)."""
+        return False
 
     @property
     def colours(self) -> ImageColours | None:
@@ -109,31 +125,8 @@ class GraphMethod(Method):
         self.graph = graph
         self._image: np.ndarray | None = None
         self._colours: ImageColours | None = None
-        self._colours_ahead: _Ahead | None = None
+        self._colours_ahead: Ahead | None = None
         self.shape = graph.shape
         self.n = graph.n
         self._settle(type(self).resolve(options) if settings is None else settings)
 
-
-class _Ahead:
-    """``fn(*args)`` computed in a thread of its own from now on; :meth:`result` waits for it
-    (and raises what it raised). Not a daemon: an exiting interpreter lets it end."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        self._out: Any = None
-        self._error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                self._out = fn(*args)
-            except BaseException as exc:   # noqa: BLE001 — raised by result()
-                self._error = exc
-
-        self._thread = threading.Thread(target=run, name="segapp-ahead")
-        self._thread.start()
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._out

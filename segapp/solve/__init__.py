@@ -28,7 +28,6 @@ passed.
 
 from __future__ import annotations
 
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ..ahead import Ahead
 from ..cancel import NEVER, CancelToken
 from ..graphs import Graph
 from ..strokes.constraints import Constraints, sparsify, stroke_indicators
@@ -175,6 +175,22 @@ def random_start(M: AMGPreconditioner, n: int, m: int, rng: np.random.Generator,
     return M(rng.standard_normal((n, m)), cancel)
 
 
+def analysis_ahead(shape: tuple[int, int], offsets: list[tuple[int, int]]) -> Ahead | None:
+    """Begin the direct solver's analysis of an image graph's pixel grid now, before its
+    weights exist — it depends on the grid only (:func:`segapp.graphs.image.grid_pattern`) —
+    so that it runs beside the graph's build (0.17 s at 250K px, 0.6 s of CPU at 1.1M, off
+    the first answer's path); :meth:`GraphSolver.analyse_ahead` takes it. None where the
+    direct solver cannot serve (above :data:`~segapp.solve.direct.MAX_FACTORED_PIXELS`, no
+    usable CHOLMOD, a grid of fewer than two pixels)."""
+    from ..graphs.image import grid_pattern
+
+    n = int(shape[0]) * int(shape[1])
+    if not 2 <= n <= direct.MAX_FACTORED_PIXELS or not direct.available():
+        return None
+    return Ahead(lambda: direct.GridAnalysis(grid_pattern(shape, offsets), shape,
+                                            offsets_reach(offsets)), name="segapp-analysis")
+
+
 class GraphSolver:
     """The solve stage of one graph: built once per image, asked once per edit.
 
@@ -207,8 +223,7 @@ class GraphSolver:
         self._X: np.ndarray | None = None               # LOBPCG's last vectors
         self._stroke_keys: dict[int, bytes] = {}        # and the strokes they were for
         self._connected: bool | None = None
-        self._analysis: threading.Thread | None = None  # analyse_ahead's thread ...
-        self._analysed: direct.GridAnalysis | BaseException | None = None  # ... its outcome
+        self._analysis: Ahead | None = None             # the grid's analysis (analyse_ahead)
 
     @classmethod
     def of(cls, graph: Graph) -> "GraphSolver":
@@ -228,42 +243,28 @@ class GraphSolver:
         return self._connected
 
     # -- per image -------------------------------------------------------------------------
-    def analyse_ahead(self) -> bool:
-        """Start the direct solver's per-image analysis (:class:`~segapp.solve.direct.GridAnalysis`:
-        the pattern, the grid's ordering, CHOLMOD's symbolic analysis) in a thread, as soon
-        as the graph exists: it needs no stroke, so the first answer does not wait for it
-        (0.17 s at 250K px, 0.35–0.6 s at the app's 0.5 MP and at 1.1M). Every harmonic
-        solver of the graph (each appearance weight) then shares it. Nothing where the direct
-        solver cannot serve (not an image graph, above
-        :data:`~segapp.solve.direct.MAX_FACTORED_PIXELS`, no usable CHOLMOD). Returns
-        whether it started.
-
-        The thread is not a daemon: an interpreter exiting meanwhile waits for it (bounded:
-        one analysis) instead of unloading CHOLMOD under it."""
-        if (self._analysis is not None or self.grid is None
-                or self.n > direct.MAX_FACTORED_PIXELS or not direct.available()):
+    def analyse_ahead(self, ahead: Ahead | None = None) -> bool:
+        """Have the direct solver's per-image analysis (:class:`~segapp.solve.direct.GridAnalysis`)
+        made before the first solve needs it: ``ahead``, one begun beside the graph's build
+        (:func:`analysis_ahead`), or else one begun now from the graph in a thread of its
+        own. Every harmonic solver of the graph (each appearance weight) shares it. Nothing
+        where the direct solver cannot serve (not an image graph, above
+        :data:`~segapp.solve.direct.MAX_FACTORED_PIXELS`, no usable CHOLMOD) or when one is
+        already there. Returns whether it took one."""
+        if self._analysis is not None or self.grid is None:
             return False
-        grid = self.grid
-
-        def run() -> None:
-            try:
-                self._analysed = direct.GridAnalysis(self.laplacian, *grid)
-            except BaseException as exc:   # noqa: BLE001 — raised where a solver takes it
-                self._analysed = exc
-
-        self._analysis = threading.Thread(target=run, name="segapp-analysis")
-        self._analysis.start()
+        if ahead is None:
+            if self.n > direct.MAX_FACTORED_PIXELS or not direct.available():
+                return False
+            ahead = Ahead(direct.GridAnalysis, self.laplacian, *self.grid,
+                          name="segapp-analysis")
+        self._analysis = ahead
         return True
 
     def _grid_analysis(self) -> direct.GridAnalysis | None:
-        """The analysis :meth:`analyse_ahead` made (waited for), None if it was not started;
-        raises what it raised."""
-        if self._analysis is None:
-            return None
-        self._analysis.join()
-        if isinstance(self._analysed, BaseException):
-            raise self._analysed
-        return self._analysed
+        """The analysis :meth:`analyse_ahead` took (waited for), None without one; raises
+        what making it raised."""
+        return None if self._analysis is None else self._analysis.result()
 
     # -- per edit --------------------------------------------------------------------------
     def eigenpairs(self, problem: EigenProblem, cancel: CancelToken = NEVER,
@@ -446,6 +447,6 @@ class GraphSolver:
         return random_start(M, n, nev, problem.random, cancel), False
 
 
-__all__ = ["ALIASES", "DEFAULT_THETA", "EIGENSOLVERS", "EigenProblem", "Eigenpairs",
+__all__ = ["ALIASES", "DEFAULT_THETA", "analysis_ahead", "EIGENSOLVERS", "EigenProblem", "Eigenpairs",
            "Eigensolver", "GraphSolver", "Pencil", "SolveSettings", "SolverDiagnostics",
            "canonical_eigensolver", "choose_eigensolver", "random_start"]

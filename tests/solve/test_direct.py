@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import segapp
 from segapp.solve import cholmod
 from segapp.solve import direct
-from segapp.cancel import Cancelled
+from segapp.cancel import NEVER, Cancelled
 from segapp.graphs.image import image_graph
 from segapp.solve.harmonic import block_pcg, dirichlet_matrix, stroke_rhs
 from segapp.solve.ordering import grid_nested_dissection, offsets_reach
@@ -206,6 +206,29 @@ def test_the_graph_solver_analyses_ahead_once_for_all_its_harmonic_solvers():
             b += (h.shift * g.degrees * ~fixed)[:, None] * p
         ref = np.linalg.solve(dense_dirichlet(h.M, fixed), b)
         np.testing.assert_allclose(Y[~fixed], ref[~fixed], atol=1e-9)
+
+
+@needs_cholmod
+def test_a_method_built_from_an_image_solves_with_the_analysis_begun_before_its_weights():
+    """FastGE from an image: the grid's analysis begun beside the graph's build (from the
+    grid alone) fits the graph built, serves the solve's factor, and the answer equals that
+    of a solve whose factor made its own analysis."""
+    from segapp.methods import get
+    img = noisy_blocks((36, 44))
+    s = np.zeros(img.shape, int)
+    s[3:6, 3:20], s[30:33, 25:40], s[20:22, 2:10] = 1, 2, 3
+    settings = get("fastge").resolve({})
+    m = get("fastge").from_settings(img, settings)
+    ahead = m.solver._grid_analysis()
+    assert ahead is not None and ahead.fits(m.graph.laplacian)
+    got = m.run(s, NEVER, None, settings)
+    assert m.solver.harmonic.direct._symbolic is ahead.symbolic
+    plain = get("fastge")(image_graph(img), settings=settings)   # no analysis ahead
+    plain._image = img
+    ref = plain.run(s, NEVER, None, settings)
+    assert plain.solver._grid_analysis() is None
+    np.testing.assert_array_equal(got.labels, ref.labels)
+    np.testing.assert_allclose(got.eigenvalues, ref.eigenvalues, rtol=1e-9)
 
 
 @needs_cholmod
