@@ -40,52 +40,62 @@ def working_shape(shape: tuple[int, int], max_pixels: int | None) -> tuple[int, 
 
 
 def reduce_image(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Area-averaged copy of a float image at ``shape``, float32 (:func:`area_average`)."""
+    """Anti-aliased copy of a float image at ``shape`` (:func:`antialiased`), float32 in [0, 1]."""
     if image.shape[:2] == tuple(shape):
         return image
-    return np.clip(area_average(image, shape), 0, 1).astype(np.float32, copy=False)
+    return np.clip(antialiased(image, shape), 0, 1).astype(np.float32, copy=False)
 
 
-def area_average(A: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """``A`` (H, W[, c]) reduced to ``shape`` (h ≤ H, w ≤ W) by exact area averaging, float32.
-
-    Coarse pixel ``(i, j)`` covers the fine rectangle ``[i·H/h, (i+1)·H/h) × [j·W/w,
-    (j+1)·W/w)`` and takes the mean of ``A`` over it, each fine pixel weighted by the area it
-    shares with that rectangle: a box filter of the coarse pixel's exact footprint (for
-    integer factors, the plain block mean). The coarse pixels' centres are those
-    :func:`bilinear` interpolates between, and every fine pixel's colour counts in total as
-    much as any other's. Separable: one sparse weight matrix per axis, two products (0.1 s
-    at 12 MP, where scikit-image's Gaussian anti-aliasing filter took about 1 s, and — as
-    NumPy / SciPy kernels — without holding the GIL for long).
+def antialiased(A: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``A`` (H, W[, c]) reduced to ``shape`` (h ≤ H, w ≤ W) as scikit-image's
+    ``resize(anti_aliasing=True)`` reduces it, float32: along each axis a Gaussian of
+    σ = (f − 1)/2 (f = the reduction factor; truncated at 4σ, mirrored at the border), then
+    linear interpolation at the coarse pixels' centres ``(i + ½)·f − ½`` (those
+    :func:`bilinear` interpolates between). The two steps are one sparse weight matrix per
+    axis (each coarse pixel a weighted mean of its neighbourhood: an area average with a
+    smooth footprint), applied as two products: 0.08 s of CPU at 12 MP where scikit-image's
+    filter over every fine pixel took 0.95 s, and — NumPy / SciPy kernels — without holding
+    the GIL for long (a Python thread beside it kept its pace; 21% of it before). The
+    result equals scikit-image's to float32 rounding (its passes round in between).
     """
     A = np.asarray(A, dtype=np.float32)
     H, W = A.shape[:2]
     h, w = shape
     rest = A.shape[2:]
     c = int(np.prod(rest))
-    rows = _area_weights(H, h) @ A.reshape(H, W * c)                     # (h, W·c)
-    cols = _area_weights(W, w) @ rows.reshape(h, W, c).transpose(1, 0, 2).reshape(W, h * c)
+    rows = _reduction_weights(H, h) @ A.reshape(H, W * c)                   # (h, W·c)
+    cols = _reduction_weights(W, w) @ rows.reshape(h, W, c).transpose(1, 0, 2).reshape(W, h * c)
     return np.ascontiguousarray(cols.reshape(w, h, c).transpose(1, 0, 2)).reshape(
-        (h, w) + rest)
+        (h, w) + rest).astype(np.float32, copy=False)
 
 
-def _area_weights(n_in: int, n_out: int) -> sp.csr_matrix:
-    """(n_out × n_in) float32: row i holds the shares of the fine cells ``[j, j+1)`` in the
-    coarse cell ``[i·n_in/n_out, (i+1)·n_in/n_out)``, divided by its length (rows sum to
-    1). A fine cell meets at most two coarse ones (n_out ≤ n_in); the boundary between them
-    lies at ``b·n_in/n_out``, so the shares are exact integer ratios."""
+def _reduction_weights(n_in: int, n_out: int) -> sp.csr_matrix:
+    """(n_out × n_in) float32, rows summing to 1: linear interpolation at ``(i + ½)·f − ½``
+    (f = n_in / n_out ≥ 1) of the Gaussian-filtered line (σ = (f − 1)/2, radius
+    ``int(4σ + ½)`` taps, mirror boundary ``d c b | a b c d | c b a``: scipy.ndimage's)."""
     if not 1 <= n_out <= n_in:
-        raise ValueError(f"cannot area-average {n_in} pixels into {n_out}")
-    j = np.arange(n_in, dtype=np.int64)
-    a = j * n_out // n_in                   # the coarse cell of the fine cell's start ...
-    b = ((j + 1) * n_out - 1) // n_in       # ... and of its end
-    first = np.where(a == b, n_out, b * n_in - j * n_out)    # share × n_in of cell a
-    second = n_out - first                                   # and of cell b (0 if a == b)
-    split = second > 0
-    r = np.concatenate([a, b[split]])
-    col = np.concatenate([j, j[split]])
-    v = np.concatenate([first, second[split]]).astype(np.float64) / n_in
-    return sp.csr_matrix((v.astype(np.float32), (r, col)), shape=(n_out, n_in))
+        raise ValueError(f"cannot reduce {n_in} pixels to {n_out}")
+    f = n_in / n_out
+    x = np.clip((np.arange(n_out) + 0.5) * f - 0.5, 0, n_in - 1)
+    i0 = np.floor(x).astype(np.int64)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    t = x - i0
+    interp = sp.csr_matrix((np.concatenate([1 - t, t]),
+                            (np.tile(np.arange(n_out), 2), np.concatenate([i0, i1]))),
+                           shape=(n_out, n_in))
+    sigma = max(0.0, (f - 1) / 2)
+    if sigma > 1e-15 and n_in > 1:
+        radius = int(4.0 * sigma + 0.5)
+        k = np.arange(-radius, radius + 1)
+        taps = np.exp(-0.5 / sigma**2 * k.astype(np.float64) ** 2)
+        taps /= taps.sum()
+        period = 2 * (n_in - 1)
+        src = np.abs(np.arange(n_in)[:, None] + k[None, :]) % period
+        src = np.where(src > n_in - 1, period - src, src)
+        gauss = sp.csr_matrix((np.tile(taps, n_in), (np.repeat(np.arange(n_in), k.size),
+                                                     src.ravel())), shape=(n_in, n_in))
+        interp = interp @ gauss
+    return interp.astype(np.float32)
 
 
 def reduce_map(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
