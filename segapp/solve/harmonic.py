@@ -345,8 +345,8 @@ class HarmonicSolver:
         self.L = sp.csr_matrix(laplacian)
         self.degrees = np.asarray(degrees, dtype=np.float64)
         self.shift = float(shift)
-        self._M: sp.csr_matrix | None = None if self.shift else self.L
-        self._making_M = threading.Lock()
+        #: The Dirichlet problems' matrix before the strokes: ``L_D + γ D``.
+        self.M = shifted(self.L, self.shift * self.degrees) if self.shift else self.L
         #: The last solve's factor snapshot and the factor it came from.
         self._snap: tuple[direct.DirichletFactor, direct.StrokeSolve] | None = None
         self.theta = theta
@@ -368,16 +368,6 @@ class HarmonicSolver:
         self._factoring = False                  # prepare() is making a factor right now
         #: The last solve's linear solver and why not the direct one (its diagnostics).
         self.last_linear_solver, self.last_fallback = "", ""
-
-    @property
-    def M(self) -> sp.csr_matrix:
-        """The Dirichlet problems' matrix before the strokes: ``L_D + γ D``, made by the first
-        thread that needs it (on a cold solve the factor's, beside the colour models)."""
-        if self._M is None:
-            with self._making_M:
-                if self._M is None:
-                    self._M = shifted(self.L, self.shift * self.degrees)
-        return self._M
 
     def _direct_usable(self) -> bool:
         if self.direct_unavailable is None and not direct.available():
