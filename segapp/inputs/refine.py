@@ -46,8 +46,9 @@ from scipy import ndimage as ndi
 
 from ..cancel import NEVER, CancelToken
 from ..graphs.band import BandGraph
-from ..graphs.image import (TV_MIN_WEIGHT, _offset_slices, grid_offsets, image_features,
-                            mean_neighbour_distance, noise_sigma, sigma_rule, tv_filter)
+from ..graphs.image import (TV_ITERATIONS, TV_MIN_WEIGHT, _offset_slices, grid_offsets,
+                            image_features, mean_neighbour_distance, noise_sigma, sigma_rule)
+from ..graphs.masked_tv import masked_tv
 from ..result import Segmentation
 from ..solve.band import BandSolver
 from .resolution import bilinear_at, nearest
@@ -64,9 +65,9 @@ BAND_WIDTH = 1
 #: apply (FAST-GE's answers: 0.99–1.0; a label re-rounded from its potentials can fall below).
 MIN_RULE_AGREEMENT = 0.97
 
-#: Tile side (full-resolution pixels) of the total-variation pre-filter on the band and its
-#: margin: the filter's solution near a tile's edge depends on pixels up to a few steps away.
-TV_TILE = 32
+#: Margin (full-resolution pixels) of the total-variation pre-filter's domain around the
+#: band and its neighbours: the filter's solution near the domain's edge depends on pixels up
+#: to a few steps away (its first iterations move information 2 px each).
 TV_MARGIN = 6
 
 #: Blocks the noise estimate of a large image is taken on (:func:`_noise`).
@@ -189,7 +190,7 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     t = time.perf_counter()
     reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
     try:
-        feats = band_features(image, settings["color"], settings["denoise"], band, reach,
+        feats = band_features(image, settings["color"], settings["denoise"], cells, reach,
                               cancel)
         sigma = settings["sigma"]
         if sigma is None:
@@ -245,12 +246,15 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     return out
 
 
-def band_features(image: np.ndarray, color: bool, denoise: float, band: np.ndarray,
+def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndarray,
                   reach: int = 1, cancel: CancelToken = NEVER) -> np.ndarray:
     """The graph's features at full resolution, total-variation filtered where the band
-    needs them (tiles of :data:`TV_TILE` px holding band pixels, each with a margin), as
+    (the working cells ``cells`` brought up) needs them, as
     :func:`segapp.graphs.image.denoise_features` filters the whole image: same weight
-    ``denoise · σ̂``, ``σ̂`` estimated on the full image (rows sampled when it is large)."""
+    ``denoise · σ̂``, ``σ̂`` estimated on the full image (blocks sampled when it is large).
+    The filter runs on the pixels the band's rows read (``reach`` px beyond it) widened by
+    :data:`TV_MARGIN` px (:func:`tv_domain`), as one domain
+    (:func:`segapp.graphs.masked_tv.masked_tv`); elsewhere the features are unfiltered."""
     feats = image_features(image, color)
     if not denoise:
         return feats
@@ -258,25 +262,23 @@ def band_features(image: np.ndarray, color: bool, denoise: float, band: np.ndarr
     lam = float(denoise) * _noise(feats)
     if lam < TV_MIN_WEIGHT:
         return feats
+    domain = tv_domain(cells, (H, W), reach)
     out = np.array(feats, dtype=np.float32, copy=True)
-    ty, tx = -(-H // TV_TILE), -(-W // TV_TILE)
-    # tiles holding band pixels or their neighbours (``reach`` px away), which are read too
-    near = np.zeros((ty * TV_TILE, tx * TV_TILE), bool)
-    near[:H, :W] = ndi.binary_dilation(band, np.ones((3, 3), bool), iterations=reach) \
-        if reach > 0 else band
-    hit = near.reshape(ty, TV_TILE, tx, TV_TILE).any(axis=(1, 3))
-    m = TV_MARGIN
-    for r in range(ty):
-        # each run of consecutive tiles of a tile row as one crop (fewer, larger calls)
-        cols = np.flatnonzero(np.diff(np.r_[0, hit[r].astype(np.int8), 0]))
-        for c0, c1 in zip(cols[::2], cols[1::2]):
-            cancel.check()
-            y0, x0 = r * TV_TILE, c0 * TV_TILE
-            y1, x1 = min(y0 + TV_TILE, H), min(c1 * TV_TILE, W)
-            Y0, X0, Y1, X1 = max(0, y0 - m), max(0, x0 - m), min(H, y1 + m), min(W, x1 + m)
-            tile = tv_filter(feats[Y0:Y1, X0:X1], lam)
-            out[y0:y1, x0:x1] = tile[y0 - Y0:y1 - Y0, x0 - X0:x1 - X0]
+    out.reshape(H * W, -1)[domain] = masked_tv(feats, domain, lam, max_iter=TV_ITERATIONS,
+                                               cancel=cancel)
     return out
+
+
+def tv_domain(cells: np.ndarray, shape: tuple[int, int], reach: int) -> np.ndarray:
+    """Flat indices of the full-resolution pixels within ``reach + TV_MARGIN`` px of the
+    band's working cells ``cells`` (or a little more): the cells widened by as many working
+    cells as that distance spans (a cell is at least ``⌊H/h⌋ × ⌊W/w⌋`` px), brought up. On
+    the working grid, not the full one: 0.01 s instead of a 12 MP dilation's 0.15 s."""
+    (H, W), (h, w) = shape, cells.shape
+    cell = max(1, min(H // h, W // w))
+    grow = -(-(max(reach, 0) + TV_MARGIN) // cell)
+    return np.flatnonzero(nearest(ndi.binary_dilation(cells, np.ones((3, 3), bool),
+                                                      iterations=grow), (H, W)))
 
 
 def _noise(feats: np.ndarray) -> float:

@@ -162,3 +162,34 @@ def test_painted_pixels_keep_their_labels(strokes):
     painted = s > 0
     np.testing.assert_array_equal(res.labels[painted], s[painted])
     assert set(np.unique(s[painted])) <= set(np.unique(res.labels))
+
+
+@pytest.mark.parametrize("noise", [0.03, 0.1])
+def test_band_features_are_the_whole_images_filter_on_the_band(noise):
+    """The total-variation filter on the band's domain only, against denoise_features on
+    the whole image (the full-resolution graph's features): within a tenth of the filter's
+    own effect on the band (the domain's edge and its own stopping point differ), and the
+    features outside the domain unfiltered."""
+    from scipy import ndimage as ndi
+
+    from segapp.graphs.image import denoise_features, image_features
+    from segapp.inputs.resolution import nearest
+    H, W, h, w = 300, 400, 75, 100
+    img, disc = disc_image(H, W)
+    rng = np.random.default_rng(0)
+    img = np.clip(img + rng.normal(0, noise, img.shape), 0, 1).astype(np.float32)
+    small = nearest(disc, (h, w))
+    cells = ndi.binary_dilation(R._label_edges(small), np.ones((3, 3), bool))
+    band = nearest(cells, (H, W))
+    f = image_features(img)
+    whole = denoise_features(f, 1.0)
+    got = R.band_features(img, True, 1.0, cells, reach=1)
+    effect = np.abs(whole[band] - f[band]).mean()
+    assert effect > 0.02
+    assert np.abs(got[band] - whole[band]).mean() < 0.1 * effect
+    domain = np.zeros(H * W, bool)
+    domain[R.tv_domain(cells, (H, W), 1)] = True
+    domain = domain.reshape(H, W)
+    assert (ndi.binary_dilation(band, np.ones((3, 3), bool), iterations=1 + R.TV_MARGIN)
+            <= domain).all()                       # band ⊕ (reach + margin) is covered
+    np.testing.assert_array_equal(got[~domain], f[~domain])
