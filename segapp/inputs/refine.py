@@ -175,18 +175,13 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     timings["band"] = time.perf_counter() - t
     cancel.check()
 
-    # 2. the band's pattern, analysed for the factorization in another thread (CHOLMOD
-    #    releases the GIL) while the full-resolution features around the band and σ are
-    #    computed in this one
-    t = time.perf_counter()
+    # 2. the band's pattern, built and analysed for the factorization in another thread
+    #    (numpy's whole-array passes and CHOLMOD release the GIL) while the full-resolution
+    #    features around the band and σ are computed in this one
     offsets = grid_offsets(settings["connectivity"], settings["radius"])
     offsets = [(dy, dx) for dy, dx in offsets if dy < H and abs(dx) < W]
-    graph = BandGraph((H, W), offsets, unknown)
-    solver = BandSolver(graph.indptr, graph.indices)
-    analysis = threading.Thread(target=_quietly, args=(solver.analyse,),
-                                name="segapp-band-analysis", daemon=True)
-    analysis.start()
-    timings["pattern"] = time.perf_counter() - t
+    pattern = _Pattern((H, W), offsets, unknown)
+    pattern.start()
     t = time.perf_counter()
     reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
     try:
@@ -201,7 +196,7 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     except BaseException:
         # no CHOLMOD call left running behind a cancelled refinement (one at interpreter
         # exit crashed a script: segapp.session); the analysis takes a few tenths of a second
-        analysis.join()
+        pattern.join()
         raise
     timings["features"] = time.perf_counter() - t
 
@@ -221,10 +216,12 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
         y[on] = stroke_values[np.searchsorted(ids, lab[on])]
         return y
 
+    graph, solver = pattern.built()
     A, b = graph.system(feats, float(sigma), known)
     timings["system"] = time.perf_counter() - t
     t = time.perf_counter()
-    analysis.join()
+    pattern.join()
+    timings["pattern"] = pattern.seconds
     x, report = solver.solve(A.data, b, cancel)
     timings["solve"] = time.perf_counter() - t
     cancel.check()
@@ -294,13 +291,46 @@ def _noise(feats: np.ndarray) -> float:
     return float(np.median([noise_sigma(feats[y:y + 128, x:x + 128]) for y in ys for x in xs]))
 
 
-def _quietly(fn: Any) -> None:
-    """Run ``fn``; an error is left for the caller's own call to meet again (the band's
-    analysis: :meth:`BandSolver.solve` analyses again when it finds none)."""
-    try:
-        fn()
-    except Exception:   # noqa: BLE001 — solve() raises it in the caller's thread
-        pass
+class _Pattern(threading.Thread):
+    """The band's pattern (:class:`BandGraph`, its solver) built, then analysed
+    (:meth:`BandSolver.analyse`), in a thread of its own. An error building the pattern is
+    raised again by :meth:`built`; one of the analysis is left for :meth:`BandSolver.solve`
+    to meet again (it analyses again when it finds none)."""
+
+    def __init__(self, shape: tuple[int, int], offsets: list[tuple[int, int]],
+                 unknown: np.ndarray) -> None:
+        super().__init__(name="segapp-band-analysis", daemon=True)
+        self._args = (shape, offsets, unknown)
+        self._ready = threading.Event()
+        self._graph: BandGraph | None = None
+        self._solver: BandSolver | None = None
+        self._error: BaseException | None = None
+        #: seconds building the pattern (the analysis: ``solver.seconds``)
+        self.seconds = 0.0
+
+    def run(self) -> None:
+        t = time.perf_counter()
+        try:
+            self._graph = BandGraph(*self._args)
+            self._solver = BandSolver(self._graph.indptr, self._graph.indices)
+        except BaseException as exc:   # noqa: BLE001 — raised again in the caller's thread
+            self._error = exc
+            return
+        finally:
+            self.seconds = time.perf_counter() - t
+            self._ready.set()
+        try:
+            self._solver.analyse()
+        except Exception:   # noqa: BLE001 — solve() meets it again in the caller's thread
+            pass
+
+    def built(self) -> tuple[BandGraph, BandSolver]:
+        """The pattern and its solver, once built (the analysis may still run)."""
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._graph is not None and self._solver is not None
+        return self._graph, self._solver
 
 
 def _label_edges(labels: np.ndarray) -> np.ndarray:
