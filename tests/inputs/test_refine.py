@@ -58,14 +58,20 @@ def _reference_band(working: np.ndarray, shape: tuple[int, int], width: int) -> 
     return cells[(np.arange(H) * h // H)[:, None], (np.arange(W) * w // W)[None, :]]
 
 
-def test_band_labels_equal_a_dense_full_resolution_harmonic_solve():
+@pytest.mark.parametrize("denoise", [0.0, 1.0])
+def test_band_labels_equal_a_dense_full_resolution_harmonic_solve(denoise):
     """On a small image forced to a small working size, the refined band equals the dense
     solve of the full-resolution graph restricted to the band, with the same boundary
-    values (bilinear working embedding; the strokes' value on painted pixels)."""
+    values (bilinear working embedding; the strokes' value on painted pixels). With the
+    noise filter on (a noisy image), the graph is built on the band's filtered features
+    (``band_features``, checked against the whole image's filter below)."""
     H, W = 60, 80
     img, _ = disc_image(H, W)
+    if denoise:
+        rng = np.random.default_rng(5)
+        img = np.clip(img + rng.normal(0, 0.06, img.shape), 0, 1).astype(np.float32)
     s = _disc_strokes(H, W)
-    sess = segapp.Session(img, max_pixels=600, denoise=0)
+    sess = segapp.Session(img, max_pixels=600, denoise=denoise)
     sess.background = False
     coarse = sess.update(s, refine=False)
     assert coarse.refinement is None
@@ -73,9 +79,15 @@ def test_band_labels_equal_a_dense_full_resolution_harmonic_solve():
     assert out.refinement.applied, out.refinement.reason
 
     # the reference, from the whole graph
-    g = image_graph(img, denoise=0)
-    L = g.laplacian.toarray()
     band = _reference_band(coarse.working_labels, (H, W), R.BAND_WIDTH) & (s == 0)
+    feats = img
+    if denoise:
+        from scipy import ndimage as ndi
+        cells = ndi.binary_dilation(R._label_edges(coarse.working_labels), np.ones((3, 3), bool))
+        feats = R.band_features(img, True, denoise, cells, reach=1)
+        assert not np.array_equal(feats, img)     # the filter ran
+    g = image_graph(feats, denoise=0)
+    L = g.laplacian.toarray()
     U = np.flatnonzero(band)
     K = np.flatnonzero(~band)
     Vs = np.asarray(coarse.working_eigenvectors, np.float64)
@@ -193,3 +205,20 @@ def test_band_features_are_the_whole_images_filter_on_the_band(noise):
     assert (ndi.binary_dilation(band, np.ones((3, 3), bool), iterations=1 + R.TV_MARGIN)
             <= domain).all()                       # band ⊕ (reach + margin) is covered
     np.testing.assert_array_equal(got[~domain], f[~domain])
+
+
+def test_an_error_building_the_pattern_reaches_the_caller(monkeypatch):
+    """The band's pattern is built in another thread: its error is raised in the caller's."""
+    img, _ = disc_image(60, 80)
+    s = _disc_strokes(60, 80)
+    sess = segapp.Session(img, max_pixels=600)
+    sess.background = False
+    coarse = sess.update(s, refine=False)
+
+    class Broken:
+        def __init__(self, *args):
+            raise MemoryError("no room for the band")
+
+    monkeypatch.setattr(R, "BandGraph", Broken)
+    with pytest.raises(MemoryError, match="no room"):
+        sess.refine(coarse, s)
