@@ -24,10 +24,9 @@ disjoint rectangles, each one's own. The energy's sums are float32 like skimage'
 another order (BLAS's dot), which can move the stop by an iteration.
 
 Why: the full-resolution edges (:mod:`segapp.inputs.refine`) need the filtered features only
-around a band of a few percent of a 12-megapixel photo. Filtering the band dilated by a
-margin costs its own pixels' iterations, without the tiles' rectangles and margins
-(6–11× the band's area) or one library call per tile and plane (the calls' own overhead
-doubled the cost per pixel of the 44-px tiles).
+around a band of a few percent of a 12-megapixel photo. The band widened by a margin, as one
+domain, costs only its own pixels' iterations; rectangles around a thin, winding band would
+cover several times its area, each with margins of its own.
 """
 
 from __future__ import annotations
