@@ -222,3 +222,17 @@ def test_an_error_building_the_pattern_reaches_the_caller(monkeypatch):
     monkeypatch.setattr(R, "BandGraph", Broken)
     with pytest.raises(MemoryError, match="no room"):
         sess.refine(coarse, s)
+
+
+@pytest.mark.parametrize("shape, small", [((37, 53), (9, 14)), ((40, 40), (40, 40)),
+                                          ((61, 17), (20, 3))])
+def test_painted_cells_against_loops(shape, small):
+    rng = np.random.default_rng(7)
+    s = np.where(rng.random(shape) < 0.03, rng.integers(1, 4, shape), 0)
+    (H, W), (h, w) = shape, small
+    expected = np.zeros(small, bool)
+    for y in range(H):
+        for x in range(W):
+            if s[y, x]:
+                expected[y * h // H, x * w // W] = True
+    np.testing.assert_array_equal(R._painted_cells(s, small), expected)
