@@ -97,7 +97,9 @@ class Refinement:
     solver : str
         "CHOLMOD (AMD)" or "SuperLU" (:func:`segapp.solve.band.solve_band`).
     timings : dict
-        Seconds per step (features, system, solve, labels).
+        Seconds per step: band, features, system, solve (waiting for the analysis, then
+        factor and solve), labels in the caller's thread; pattern: building the band's
+        pattern in the analysis thread, beside the features.
     """
 
     applied: bool
