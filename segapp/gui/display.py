@@ -19,6 +19,7 @@ from ..editing import AnnotationModel
 from .canvas import Canvas
 from .edits import region_at
 from .qtcompat import emit
+from .qimage import label_qimage
 from .renderer import Renderer
 from .state import AppState
 from ..live import Result
@@ -220,14 +221,13 @@ class Display(QObject):
                unsure, hidden)
 
         def layer() -> Any:
-            # the function the exported overlay is drawn with (render.overlay = this +
-            # composite); the confidence map is computed here, in the renderer's thread
-            out = render.label_layer(labels, colors, boundaries)
-            if hidden:  # a hidden label's segment is not drawn (its colour left clear)
-                out[..., 3][np.isin(labels, hidden)] = 0
-            if preview:   # hatched: the answer that replaces it may differ (issue 22 item 5)
-                return render.mark_preview(out)
-            return render.mark_unsure(out, getattr(seg, "confidence", None)) if unsure else out
+            # the colours of the exported overlay (render.label_layer), drawn straight into
+            # the QImage; the confidence map is computed here, in the renderer's thread
+            return label_qimage(
+                labels, colors, boundaries=boundaries, hidden=hidden,
+                # hatched: the answer that replaces it may differ (issue 22 item 5)
+                hatch=render.PREVIEW_HATCH if preview else 0,
+                confidence=getattr(seg, "confidence", None) if unsure and not preview else None)
 
         self.renderer.draw("overlay", layer, key=key, source=labels)
 
