@@ -84,8 +84,10 @@ class Display(QObject):
     def _on_image(self, model: AnnotationModel) -> None:
         if self._model is not None:
             self._model.labels_changed.disconnect(self._on_labels)
+            self._model.stroke_finished.disconnect(self._on_stroke)
         self._model = model
         model.labels_changed.connect(self._on_labels)
+        model.stroke_finished.connect(self._on_stroke)
         self.worker.set_image(self.state.image)
         # Solve when the stroke set changes (its history key): never on raw model changes,
         # which precede the new key for edits that are pushed after they are applied.
@@ -97,6 +99,11 @@ class Display(QObject):
 
     def _on_labels(self, _label_id: int) -> None:
         self.draw_overlay()
+
+    def _on_stroke(self, _record: Any) -> None:
+        """A stroke ended (its history step asked for a solve): one act, not a burst of
+        edits, so its solve starts now rather than after the debounce."""
+        self.worker.flush()
 
     def request(self, debounce: bool = True) -> None:
         """Segment the strokes on screen (a cached result is shown at once)."""

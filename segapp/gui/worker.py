@@ -29,6 +29,7 @@ from .qtcompat import emit
 #: Wait this long after the last edit before solving (a burst of edits makes one solve).
 #: 40 ms since edits are answered from a factor (issue 21): 120 ms was a fifth of the wait
 #: from a stroke's release to its answer at 0.25 MP (benchmarks/gui.py --parts strokes).
+#: A stroke's release does not wait at all (:meth:`SegmentationWorker.flush`).
 DEBOUNCE_MS = 40
 
 
@@ -171,6 +172,13 @@ class SegmentationWorker(QObject):
             self._timer.stop()
             self._submit_pending()
         return tag
+
+    def flush(self) -> None:
+        """Start the request waiting out its debounce now (a stroke's release is one act, not
+        a burst: 40 ms of the wait from the release to its answer)."""
+        if self._timer.isActive():
+            self._timer.stop()
+            self._submit_pending()
 
     def cancel(self) -> None:
         """Cancel the running solve and drop any pending request."""

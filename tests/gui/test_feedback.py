@@ -140,3 +140,26 @@ def test_a_fill_click_shows_the_busy_indicator_before_the_fill_is_applied(qtbot,
                           check_params_cb=lambda tag: tag == win.display.tag):
         pass
     qtbot.waitUntil(lambda: not win.progress.isVisible())
+
+
+def test_a_released_stroke_is_solved_at_once_other_edits_wait_for_the_debounce(qtbot, window):
+    """Issue 28: a stroke is one act, so its solve starts at the release (the debounce was
+    40 ms of every stroke's wait for its answer); edits that come in bursts still wait for
+    it. The debounce is an hour here: anything that waited for it would never start."""
+    win = window
+    segment(qtbot, win)
+    win.worker.debounce_ms = 3_600_000
+    qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+    vp, canvas = win.canvas.viewport(), win.canvas
+    qtbot.mousePress(vp, Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(40, 45))
+    qtbot.mouseMove(vp, canvas.mapFromScene(60, 45))
+    assert not win.worker.jobs.running  # nothing is solved while the stroke is painted
+    qtbot.mouseRelease(vp, Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(80, 45))
+    assert win.worker.jobs.running and not win.worker._timer.isActive()  # submitted already
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        pass
+    tag = win.display.tag
+    win.state.options = (("sigma", 0.3),)    # an option: a new request, debounced
+    assert win.display.tag != tag and win.worker.is_busy and not win.worker.jobs.running
+    assert win.worker._timer.isActive()
