@@ -50,18 +50,21 @@ def solve(engine: LiveEngine, req: SolveRequest, job: Job) -> Result:
     the GUI thread); what the person waited for: the solve and the result made ready."""
     t = time.perf_counter()
 
-    def preview(seg: Any) -> None:
-        job.post(make_result(seg, time.perf_counter() - t, preview=True))
+    def preview(seg: Any) -> Result:
+        result = make_result(seg, time.perf_counter() - t, preview=True)
+        job.post(result)
+        return result
 
     job.report("starting")
     seg = engine.solve(req, preview=preview, progress=job.report, refine=False)
+    working = None
     if engine.refines(seg):
         # the working answer at once (hatched, as a preview), then its edges solved again at
         # full resolution; a new edit cancels that like any solve
-        preview(seg)
+        working = preview(seg)
         job.report("sharpening the edges at full resolution")
         seg = engine.refine(req, seg, job.report)
-    return replace(make_result(seg, 0.0), seconds=time.perf_counter() - t)
+    return replace(make_result(seg, 0.0, like=working), seconds=time.perf_counter() - t)
 
 
 class SegmentationWorker(QObject):
