@@ -251,6 +251,7 @@ class Display(QObject):
             self.canvas.set_overlay(image)
             if image is not None and self.state.shown is not None:
                 emit(self.shownChanged, self.state.shown.tag)
+                self.worker.shown(self.state.shown.tag)  # its refinement may start now
         else:
             self.canvas.set_heatmap(image)
 
