@@ -279,18 +279,20 @@ def strokes_to_answer(app: Any, tmp: Path, megapixels: float,
     k = len(win.state.shown.segmentation.label_ids)
     busy = event_times(win.progress, "Paint")
     paints = event_times(win.canvas.viewport(), "Paint")
-    shown: list[tuple[float, Any, bool]] = []  # (when, tag, hatched) of each overlay drawn
+    shown: list[tuple[float, Any, bool, Any]] = []  # (when, tag, hatched, its result)
     win.segmentationShown.connect(lambda tag: shown.append(
-        (time.perf_counter(), tag, win.state.shown is not None and win.state.shown.preview)))
+        (time.perf_counter(), tag, win.state.shown is not None and win.state.shown.preview,
+         win.state.shown)))
     vp = win.canvas.viewport()
     rng = np.random.default_rng(0)
     to_busy, to_first, to_sharp, how, hatched = [], [], [], [], 0
+    solve_first, solve_sharp = [], []  # the solver's own seconds of each
 
     def on_screen(t: float) -> float:  # the canvas's first paint once the overlay is set
         return next((p for p in paints if p >= t), float("nan"))
 
     def sharp_shown() -> bool:
-        return any(tag == win.display.tag and not pre for _t, tag, pre in shown) \
+        return any(tag == win.display.tag and not pre for _t, tag, pre, _r in shown) \
             and not win.worker.is_busy
 
     for i in range(args.strokes):
@@ -306,12 +308,16 @@ def strokes_to_answer(app: Any, tmp: Path, megapixels: float,
         QTest.mouseRelease(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, b)
         wait(app, sharp_shown, args.timeout)
         wait(app, lambda: not np.isnan(on_screen(shown[-1][0])), 1.0)  # and painted
-        mine = [(t, pre) for t, tag, pre in shown if tag == win.display.tag]
+        mine = [(t, pre, r) for t, tag, pre, r in shown if tag == win.display.tag]
         after = [t for t in busy if t >= released]
         to_busy.append(after[0] - released if after else float("nan"))
         to_first.append(on_screen(mine[0][0]) - released if mine else float("nan"))
         to_sharp.append(on_screen(mine[-1][0]) - released if mine else float("nan"))
         hatched += bool(mine) and mine[0][1]
+        timings = [r.segmentation.timings if mine else {} for _t, _p, r in mine[:1] + mine[-1:]]
+        solve_first.append(timings[0].get("total", float("nan")) if mine else float("nan"))
+        solve_sharp.append(timings[-1].get("total", float("nan"))
+                           + timings[-1].get("refine", 0.0) if mine else float("nan"))
         how.append(getattr(win.state.shown.segmentation.diagnostics, "reason", ""))
         wait(app, lambda: False, 0.3)                     # the person looks at it
     direct = sum("direct" in r for r in how)
@@ -323,6 +329,11 @@ def strokes_to_answer(app: Any, tmp: Path, megapixels: float,
           f"answer whose edges are still being solved at full resolution)")
     print(f"  release → sharp answer on screen median {np.nanmedian(to_sharp):.2f} s, worst "
           f"{np.nanmax(to_sharp):.2f} s; {direct} of {len(how)} answered by the direct solver")
+    print(f"  of which the solve (Session.update{', then refine' if hatched else ''}): "
+          f"first {np.nanmedian(solve_first):.2f} s, sharp {np.nanmedian(solve_sharp):.2f} s; "
+          f"the rest, the app's own route: median "
+          f"{np.nanmedian(np.subtract(to_first, solve_first)) * 1000:.0f} ms (first), "
+          f"{np.nanmedian(np.subtract(to_sharp, solve_sharp)) * 1000:.0f} ms (sharp)")
     win.choose = lambda *a: "Discard"
     win.close()
 
