@@ -231,8 +231,10 @@ class FastGE(GraphMethod):
         rounds = self._appearance_rounds(cons, soft)
         # The factor (snapshot) of these strokes is made beside the colour models, which
         # change only the right-hand sides (segapp.solve.harmonic, "Appearance").
-        first = self._problem(pencil, cons, shown[0] if shown is not None else m, soft, None)
-        with self.solver.ahead(first, cancel) if rounds else nullcontext():
+        ahead = (self.solver.ahead(self._problem(pencil, cons, shown[0] if shown is not None
+                                                 else m, soft, None), cancel)
+                 if rounds else nullcontext())
+        with ahead:
             learned = None    # the answer the colour models learn from besides the strokes
             if shown is not None:
                 # Undo, redo or the same strokes again: the answer shown then, with its
