@@ -66,17 +66,20 @@ class BandGraph:
         cols = np.full((len(up) + 1, nu), -1, dtype=np.int32)   # slot-major: contiguous
         cols[0] = np.arange(nu, dtype=np.int32)
         #: per direction: neighbour indices (a neighbour outside the image points back at
-        #: the pixel itself), which are outside, and which rows see a known pixel there
-        self.steps: list[tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]] = []
+        #: the pixel itself), which are outside, which rows see a known pixel there, and
+        #: the row of U there (-1: not in U)
+        self.steps: list[tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray,
+                               np.ndarray]] = []
         for dy, dx in up + [(-dy, -dx) for dy, dx in up]:
             outside = (uy + dy < 0) | (uy + dy >= H) | (ux + dx < 0) | (ux + dx >= W)
             q = U + (dy * W + dx)
             q[outside] = U[outside]
             loc = np.take(where, q)
             inside = (loc >= 0) & ~outside
+            loc[~inside] = -1
             if (dy, dx) in up:
                 cols[up.index((dy, dx)) + 1][inside] = loc[inside]
-            self.steps.append(((dy, dx), q, outside, np.flatnonzero(~(inside | outside))))
+            self.steps.append(((dy, dx), q, outside, np.flatnonzero(~(inside | outside)), loc))
         self._keep = cols >= 0
         self.indptr = np.zeros(nu + 1, dtype=np.int32)
         np.cumsum(self._keep.sum(axis=0), out=self.indptr[1:])
@@ -94,11 +97,22 @@ class BandGraph:
         degrees = vals[0]
         degrees[:] = 0.0
         k_rows, k_idx, k_w = [], [], []
-        for (dy, dx), q, outside, rows in self.steps:
-            # every row at once (whole-array operations, no row selection: 2-3x faster)
-            d = FU - np.take(F, q, axis=0)
-            w = affinity(np.einsum("ij,ij->i", d, d), sigma).astype(np.float64)
-            w[outside] = 0.0
+        weights = {}
+        for (dy, dx), q, outside, rows, loc in self.steps:
+            if (-dy, -dx) in weights:
+                # an edge inside U was weighed from its other end (its upper direction):
+                # the same number (the squared difference's sign does not matter); only the
+                # edges to known pixels are new
+                w = np.take(weights[(-dy, -dx)], loc)     # loc = -1 rows: set below
+                d = np.take(FU, rows, axis=0) - np.take(F, q[rows], axis=0)
+                w[rows] = affinity(np.einsum("ij,ij->i", d, d), sigma)
+                w[outside] = 0.0
+            else:
+                # every row at once (whole-array operations, no row selection: 2-3x faster)
+                d = FU - np.take(F, q, axis=0)
+                w = affinity(np.einsum("ij,ij->i", d, d), sigma).astype(np.float64)
+                w[outside] = 0.0
+                weights[(dy, dx)] = w
             degrees += w
             if (dy, dx) in up:
                 vals[up.index((dy, dx)) + 1] = -w

@@ -46,8 +46,9 @@ from scipy import ndimage as ndi
 
 from ..cancel import NEVER, CancelToken
 from ..graphs.band import BandGraph
-from ..graphs.image import (TV_MIN_WEIGHT, _offset_slices, grid_offsets, image_features,
-                            mean_neighbour_distance, noise_sigma, sigma_rule, tv_filter)
+from ..graphs.image import (TV_ITERATIONS, TV_MIN_WEIGHT, _offset_slices, grid_offsets,
+                            image_features, mean_neighbour_distance, noise_sigma, sigma_rule)
+from ..graphs.masked_tv import masked_tv
 from ..result import Segmentation
 from ..solve.band import BandSolver
 from .resolution import bilinear_at, nearest
@@ -64,9 +65,9 @@ BAND_WIDTH = 1
 #: apply (FAST-GE's answers: 0.99–1.0; a label re-rounded from its potentials can fall below).
 MIN_RULE_AGREEMENT = 0.97
 
-#: Tile side (full-resolution pixels) of the total-variation pre-filter on the band and its
-#: margin: the filter's solution near a tile's edge depends on pixels up to a few steps away.
-TV_TILE = 32
+#: Margin (full-resolution pixels) of the total-variation pre-filter's domain around the
+#: band and its neighbours: the filter's solution near the domain's edge depends on pixels up
+#: to a few steps away (its first iterations move information 2 px each).
 TV_MARGIN = 6
 
 #: Blocks the noise estimate of a large image is taken on (:func:`_noise`).
@@ -96,7 +97,9 @@ class Refinement:
     solver : str
         "CHOLMOD (AMD)" or "SuperLU" (:func:`segapp.solve.band.solve_band`).
     timings : dict
-        Seconds per step (features, system, solve, labels).
+        Seconds per step: band, features, system, solve (waiting for the analysis, then
+        factor and solve), labels in the caller's thread; pattern: building the band's
+        pattern in the analysis thread, beside the features.
     """
 
     applied: bool
@@ -174,22 +177,17 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     timings["band"] = time.perf_counter() - t
     cancel.check()
 
-    # 2. the band's pattern, analysed for the factorization in another thread (CHOLMOD
-    #    releases the GIL) while the full-resolution features around the band and σ are
-    #    computed in this one
-    t = time.perf_counter()
+    # 2. the band's pattern, built and analysed for the factorization in another thread
+    #    (numpy's whole-array passes and CHOLMOD release the GIL) while the full-resolution
+    #    features around the band and σ are computed in this one
     offsets = grid_offsets(settings["connectivity"], settings["radius"])
     offsets = [(dy, dx) for dy, dx in offsets if dy < H and abs(dx) < W]
-    graph = BandGraph((H, W), offsets, unknown)
-    solver = BandSolver(graph.indptr, graph.indices)
-    analysis = threading.Thread(target=_quietly, args=(solver.analyse,),
-                                name="segapp-band-analysis", daemon=True)
-    analysis.start()
-    timings["pattern"] = time.perf_counter() - t
+    pattern = _Pattern((H, W), offsets, unknown)
+    pattern.start()
     t = time.perf_counter()
     reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
     try:
-        feats = band_features(image, settings["color"], settings["denoise"], band, reach,
+        feats = band_features(image, settings["color"], settings["denoise"], cells, reach,
                               cancel)
         sigma = settings["sigma"]
         if sigma is None:
@@ -200,7 +198,7 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     except BaseException:
         # no CHOLMOD call left running behind a cancelled refinement (one at interpreter
         # exit crashed a script: segapp.session); the analysis takes a few tenths of a second
-        analysis.join()
+        pattern.join()
         raise
     timings["features"] = time.perf_counter() - t
 
@@ -220,10 +218,12 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
         y[on] = stroke_values[np.searchsorted(ids, lab[on])]
         return y
 
+    graph, solver = pattern.built()
     A, b = graph.system(feats, float(sigma), known)
     timings["system"] = time.perf_counter() - t
     t = time.perf_counter()
-    analysis.join()
+    pattern.join()
+    timings["pattern"] = pattern.seconds
     x, report = solver.solve(A.data, b, cancel)
     timings["solve"] = time.perf_counter() - t
     cancel.check()
@@ -245,12 +245,15 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     return out
 
 
-def band_features(image: np.ndarray, color: bool, denoise: float, band: np.ndarray,
+def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndarray,
                   reach: int = 1, cancel: CancelToken = NEVER) -> np.ndarray:
     """The graph's features at full resolution, total-variation filtered where the band
-    needs them (tiles of :data:`TV_TILE` px holding band pixels, each with a margin), as
+    (the working cells ``cells`` brought up) needs them, as
     :func:`segapp.graphs.image.denoise_features` filters the whole image: same weight
-    ``denoise · σ̂``, ``σ̂`` estimated on the full image (rows sampled when it is large)."""
+    ``denoise · σ̂``, ``σ̂`` estimated on the full image (blocks sampled when it is large).
+    The filter runs on the pixels the band's rows read (``reach`` px beyond it) widened by
+    :data:`TV_MARGIN` px (:func:`tv_domain`), as one domain
+    (:func:`segapp.graphs.masked_tv.masked_tv`); elsewhere the features are unfiltered."""
     feats = image_features(image, color)
     if not denoise:
         return feats
@@ -258,25 +261,23 @@ def band_features(image: np.ndarray, color: bool, denoise: float, band: np.ndarr
     lam = float(denoise) * _noise(feats)
     if lam < TV_MIN_WEIGHT:
         return feats
+    domain = tv_domain(cells, (H, W), reach)
     out = np.array(feats, dtype=np.float32, copy=True)
-    ty, tx = -(-H // TV_TILE), -(-W // TV_TILE)
-    # tiles holding band pixels or their neighbours (``reach`` px away), which are read too
-    near = np.zeros((ty * TV_TILE, tx * TV_TILE), bool)
-    near[:H, :W] = ndi.binary_dilation(band, np.ones((3, 3), bool), iterations=reach) \
-        if reach > 0 else band
-    hit = near.reshape(ty, TV_TILE, tx, TV_TILE).any(axis=(1, 3))
-    m = TV_MARGIN
-    for r in range(ty):
-        # each run of consecutive tiles of a tile row as one crop (fewer, larger calls)
-        cols = np.flatnonzero(np.diff(np.r_[0, hit[r].astype(np.int8), 0]))
-        for c0, c1 in zip(cols[::2], cols[1::2]):
-            cancel.check()
-            y0, x0 = r * TV_TILE, c0 * TV_TILE
-            y1, x1 = min(y0 + TV_TILE, H), min(c1 * TV_TILE, W)
-            Y0, X0, Y1, X1 = max(0, y0 - m), max(0, x0 - m), min(H, y1 + m), min(W, x1 + m)
-            tile = tv_filter(feats[Y0:Y1, X0:X1], lam)
-            out[y0:y1, x0:x1] = tile[y0 - Y0:y1 - Y0, x0 - X0:x1 - X0]
+    out.reshape(H * W, -1)[domain] = masked_tv(feats, domain, lam, max_iter=TV_ITERATIONS,
+                                               cancel=cancel)
     return out
+
+
+def tv_domain(cells: np.ndarray, shape: tuple[int, int], reach: int) -> np.ndarray:
+    """Flat indices of the full-resolution pixels within ``reach + TV_MARGIN`` px of the
+    band's working cells ``cells`` (or a little more): the cells widened by as many working
+    cells as that distance spans (a cell is at least ``⌊H/h⌋ × ⌊W/w⌋`` px), brought up. On
+    the working grid, not the full one: 0.01 s instead of a 12 MP dilation's 0.15 s."""
+    (H, W), (h, w) = shape, cells.shape
+    cell = max(1, min(H // h, W // w))
+    grow = -(-(max(reach, 0) + TV_MARGIN) // cell)
+    return np.flatnonzero(nearest(ndi.binary_dilation(cells, np.ones((3, 3), bool),
+                                                      iterations=grow), (H, W)))
 
 
 def _noise(feats: np.ndarray) -> float:
@@ -292,13 +293,46 @@ def _noise(feats: np.ndarray) -> float:
     return float(np.median([noise_sigma(feats[y:y + 128, x:x + 128]) for y in ys for x in xs]))
 
 
-def _quietly(fn: Any) -> None:
-    """Run ``fn``; an error is left for the caller's own call to meet again (the band's
-    analysis: :meth:`BandSolver.solve` analyses again when it finds none)."""
-    try:
-        fn()
-    except Exception:   # noqa: BLE001 — solve() raises it in the caller's thread
-        pass
+class _Pattern(threading.Thread):
+    """The band's pattern (:class:`BandGraph`, its solver) built, then analysed
+    (:meth:`BandSolver.analyse`), in a thread of its own. An error building the pattern is
+    raised again by :meth:`built`; one of the analysis is left for :meth:`BandSolver.solve`
+    to meet again (it analyses again when it finds none)."""
+
+    def __init__(self, shape: tuple[int, int], offsets: list[tuple[int, int]],
+                 unknown: np.ndarray) -> None:
+        super().__init__(name="segapp-band-analysis", daemon=True)
+        self._args = (shape, offsets, unknown)
+        self._ready = threading.Event()
+        self._graph: BandGraph | None = None
+        self._solver: BandSolver | None = None
+        self._error: BaseException | None = None
+        #: seconds building the pattern (the analysis: ``solver.seconds``)
+        self.seconds = 0.0
+
+    def run(self) -> None:
+        t = time.perf_counter()
+        try:
+            self._graph = BandGraph(*self._args)
+            self._solver = BandSolver(self._graph.indptr, self._graph.indices)
+        except BaseException as exc:   # noqa: BLE001 — raised again in the caller's thread
+            self._error = exc
+            return
+        finally:
+            self.seconds = time.perf_counter() - t
+            self._ready.set()
+        try:
+            self._solver.analyse()
+        except Exception:   # noqa: BLE001 — solve() meets it again in the caller's thread
+            pass
+
+    def built(self) -> tuple[BandGraph, BandSolver]:
+        """The pattern and its solver, once built (the analysis may still run)."""
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._graph is not None and self._solver is not None
+        return self._graph, self._solver
 
 
 def _label_edges(labels: np.ndarray) -> np.ndarray:
@@ -313,13 +347,20 @@ def _label_edges(labels: np.ndarray) -> np.ndarray:
 
 
 def _painted_cells(scribbles: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Working cells holding any painted full-resolution pixel."""
+    """Working cells holding any painted full-resolution pixel (the cells of
+    :func:`~.resolution.nearest`: fine ``(y, x)`` in ``(y·h // H, x·w // W)``): an OR over
+    each cell row's fine rows, then over each cell's columns (every cell holds at least one
+    fine row and column, as h ≤ H and w ≤ W). No index arrays however much is painted:
+    0.015 s instead of 0.05 s at 12 MP."""
     H, W = scribbles.shape
     h, w = shape
-    ys, xs = np.nonzero(scribbles)
-    out = np.zeros(shape, bool)
-    out[np.minimum(ys * h // H, h - 1), np.minimum(xs * w // W, w - 1)] = True
-    return out
+    first_row = np.searchsorted((np.arange(H) * h) // H, np.arange(h + 1))
+    first_col = np.searchsorted((np.arange(W) * w) // W, np.arange(w))
+    painted = scribbles != 0
+    rows = np.empty((h, W), bool)
+    for i in range(h):
+        np.any(painted[first_row[i]:first_row[i + 1]], axis=0, out=rows[i])
+    return np.logical_or.reduceat(rows, first_col, axis=1)
 
 
 def _copy(result: Segmentation) -> Segmentation:

@@ -58,14 +58,20 @@ def _reference_band(working: np.ndarray, shape: tuple[int, int], width: int) -> 
     return cells[(np.arange(H) * h // H)[:, None], (np.arange(W) * w // W)[None, :]]
 
 
-def test_band_labels_equal_a_dense_full_resolution_harmonic_solve():
+@pytest.mark.parametrize("denoise", [0.0, 1.0])
+def test_band_labels_equal_a_dense_full_resolution_harmonic_solve(denoise):
     """On a small image forced to a small working size, the refined band equals the dense
     solve of the full-resolution graph restricted to the band, with the same boundary
-    values (bilinear working embedding; the strokes' value on painted pixels)."""
+    values (bilinear working embedding; the strokes' value on painted pixels). With the
+    noise filter on (a noisy image), the graph is built on the band's filtered features
+    (``band_features``, checked against the whole image's filter below)."""
     H, W = 60, 80
     img, _ = disc_image(H, W)
+    if denoise:
+        rng = np.random.default_rng(5)
+        img = np.clip(img + rng.normal(0, 0.06, img.shape), 0, 1).astype(np.float32)
     s = _disc_strokes(H, W)
-    sess = segapp.Session(img, max_pixels=600, denoise=0)
+    sess = segapp.Session(img, max_pixels=600, denoise=denoise)
     sess.background = False
     coarse = sess.update(s, refine=False)
     assert coarse.refinement is None
@@ -73,9 +79,15 @@ def test_band_labels_equal_a_dense_full_resolution_harmonic_solve():
     assert out.refinement.applied, out.refinement.reason
 
     # the reference, from the whole graph
-    g = image_graph(img, denoise=0)
-    L = g.laplacian.toarray()
     band = _reference_band(coarse.working_labels, (H, W), R.BAND_WIDTH) & (s == 0)
+    feats = img
+    if denoise:
+        from scipy import ndimage as ndi
+        cells = ndi.binary_dilation(R._label_edges(coarse.working_labels), np.ones((3, 3), bool))
+        feats = R.band_features(img, True, denoise, cells, reach=1)
+        assert not np.array_equal(feats, img)     # the filter ran
+    g = image_graph(feats, denoise=0)
+    L = g.laplacian.toarray()
     U = np.flatnonzero(band)
     K = np.flatnonzero(~band)
     Vs = np.asarray(coarse.working_eigenvectors, np.float64)
@@ -162,3 +174,65 @@ def test_painted_pixels_keep_their_labels(strokes):
     painted = s > 0
     np.testing.assert_array_equal(res.labels[painted], s[painted])
     assert set(np.unique(s[painted])) <= set(np.unique(res.labels))
+
+
+@pytest.mark.parametrize("noise", [0.03, 0.1])
+def test_band_features_are_the_whole_images_filter_on_the_band(noise):
+    """The total-variation filter on the band's domain only, against denoise_features on
+    the whole image (the full-resolution graph's features): within a tenth of the filter's
+    own effect on the band (the domain's edge and its own stopping point differ), and the
+    features outside the domain unfiltered."""
+    from scipy import ndimage as ndi
+
+    from segapp.graphs.image import denoise_features, image_features
+    from segapp.inputs.resolution import nearest
+    H, W, h, w = 300, 400, 75, 100
+    img, disc = disc_image(H, W)
+    rng = np.random.default_rng(0)
+    img = np.clip(img + rng.normal(0, noise, img.shape), 0, 1).astype(np.float32)
+    small = nearest(disc, (h, w))
+    cells = ndi.binary_dilation(R._label_edges(small), np.ones((3, 3), bool))
+    band = nearest(cells, (H, W))
+    f = image_features(img)
+    whole = denoise_features(f, 1.0)
+    got = R.band_features(img, True, 1.0, cells, reach=1)
+    effect = np.abs(whole[band] - f[band]).mean()
+    assert effect > 0.02
+    assert np.abs(got[band] - whole[band]).mean() < 0.1 * effect
+    domain = np.zeros(H * W, bool)
+    domain[R.tv_domain(cells, (H, W), 1)] = True
+    domain = domain.reshape(H, W)
+    assert (ndi.binary_dilation(band, np.ones((3, 3), bool), iterations=1 + R.TV_MARGIN)
+            <= domain).all()                       # band ⊕ (reach + margin) is covered
+    np.testing.assert_array_equal(got[~domain], f[~domain])
+
+
+def test_an_error_building_the_pattern_reaches_the_caller(monkeypatch):
+    """The band's pattern is built in another thread: its error is raised in the caller's."""
+    img, _ = disc_image(60, 80)
+    s = _disc_strokes(60, 80)
+    sess = segapp.Session(img, max_pixels=600)
+    sess.background = False
+    coarse = sess.update(s, refine=False)
+
+    class Broken:
+        def __init__(self, *args):
+            raise MemoryError("no room for the band")
+
+    monkeypatch.setattr(R, "BandGraph", Broken)
+    with pytest.raises(MemoryError, match="no room"):
+        sess.refine(coarse, s)
+
+
+@pytest.mark.parametrize("shape, small", [((37, 53), (9, 14)), ((40, 40), (40, 40)),
+                                          ((61, 17), (20, 3))])
+def test_painted_cells_against_loops(shape, small):
+    rng = np.random.default_rng(7)
+    s = np.where(rng.random(shape) < 0.03, rng.integers(1, 4, shape), 0)
+    (H, W), (h, w) = shape, small
+    expected = np.zeros(small, bool)
+    for y in range(H):
+        for x in range(W):
+            if s[y, x]:
+                expected[y * h // H, x * w // W] = True
+    np.testing.assert_array_equal(R._painted_cells(s, small), expected)
