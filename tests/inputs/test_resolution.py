@@ -108,3 +108,20 @@ def test_working_shape_keeps_the_aspect_and_the_budget(shape, max_pixels):
     else:
         assert h * w <= max_pixels and h >= 2 and w >= 2
         assert abs(h / w - shape[0] / shape[1]) < 0.2 * shape[0] / shape[1] + 2 / w
+
+
+@settings(max_examples=60, deadline=None)
+@given(h=st.integers(1, 30), w=st.integers(1, 30), density=st.floats(0, 1),
+       dtype=st.sampled_from([np.uint8, np.int8, np.int32, np.int64]),
+       transposed=st.booleans(), seed=st.integers(0, 2**16))
+def test_painted_pixels_are_nonzeros_order_whatever_the_layout(h, w, density, dtype,
+                                                                transposed, seed):
+    from segapp.inputs.resolution import painted_pixels
+
+    rng = np.random.default_rng(seed)
+    labels = (rng.random((h, w)) < density) * rng.integers(1, 100, (h, w))
+    labels = labels.astype(dtype)
+    if transposed:
+        labels = labels.T   # not C-contiguous
+    got, want = painted_pixels(labels), np.nonzero(labels)
+    assert all(np.array_equal(g, x) for g, x in zip(got, want))
