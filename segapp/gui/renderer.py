@@ -26,6 +26,7 @@ from typing import Any, Callable, Hashable
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QImage
 
 from .jobs import JobRunner
 from .qimage import display_qimage
@@ -90,10 +91,10 @@ class Renderer(QObject):
         self.jobs = JobRunner(self)
         self.cache = ImageCache()
 
-    def draw(self, layer: str, function: Callable[[], np.ndarray | None],
+    def draw(self, layer: str, function: Callable[[], np.ndarray | QImage | None],
              key: Hashable = None, source: Any = None) -> None:
-        """Run ``function`` (returns (H, W, 3|4) uint8 or None) for ``layer`` off the GUI
-        thread; with a ``key`` (and ``source``) drawn before, hand that drawing back at once."""
+        """Run ``function`` (returns (H, W, 3|4) uint8, a QImage drawn already, or None) for
+        ``layer`` off the GUI thread; with a ``key`` (and ``source``) drawn before, hand that drawing back at once."""
         kept = None if key is None else self.cache.get((layer, key), source)
         if kept is not None:
             self.jobs.supersede(layer)
@@ -109,7 +110,7 @@ class Renderer(QObject):
 
         def work(_job: Any) -> Any:
             a = function()
-            return None if a is None else display_qimage(a)
+            return a if a is None or isinstance(a, QImage) else display_qimage(a)
 
         self.jobs.submit(layer, work, done=lambda image: emit(self.ready, layer, image),
                          keep=keep, what=f"drawing {layer}", failed=self._failed)

@@ -27,6 +27,8 @@ __all__ = [
     "to_rgb8",
     "overlay",
     "label_layer",
+    "label_rgba",
+    "paint_layer",
     "overlay_opacity",
     "composite",
     "scribble_overlay",
@@ -252,6 +254,13 @@ def overlay_opacity(alpha: float, boundaries: bool) -> float:
     return 1.0 if boundaries else a
 
 
+#: Pixels whose confidence is below this are marked by :func:`mark_unsure` (the area the
+#: "where to paint next" robot of benchmarks/quality.py strokes).
+UNSURE_BELOW = 0.5
+#: The mark: magenta and black diagonal stripes, 4 px each, visible over every palette colour.
+UNSURE_COLORS = np.array([[255, 0, 255, 255], [0, 0, 0, 255]], dtype=np.uint8)
+
+
 def label_layer(labels: np.ndarray, colors: ColorSpec = None,
                 boundaries: bool = False) -> np.ndarray:
     """The colour layer of a label map: RGBA, opaque where coloured, transparent elsewhere.
@@ -274,33 +283,75 @@ def label_layer(labels: np.ndarray, colors: ColorSpec = None,
         :func:`overlay_opacity` (the app's canvas does the same with Qt).
     """
     lab = check_label_map(labels, None, "label map", keep_dtype=True)
-    table = _color_table(colors, int(lab.max()) if lab.size else 0)
-    rgba = np.zeros((len(table), 4), dtype=np.uint8)
-    rgba[:, :3] = table
-    rgba[1:, 3] = 255
     # One 4-byte word per label: one gather per pixel instead of four (0.12 -> 0.03 s at 12 MP).
-    words = rgba.view(np.uint32).ravel()
+    words = label_rgba(colors, int(lab.max()) if lab.size else 0).view(np.uint32).ravel()
     h, w = lab.shape
     out = np.empty((h, w, 4), dtype=np.uint8)
-    out_words = out.view(np.uint32).reshape(h, w)
-    for r0, r1 in _row_bands(h, w):
-        band = words[lab[r0:r1]]
-        if boundaries:
-            from skimage.segmentation import find_boundaries
-
-            a0, a1 = max(0, r0 - 1), min(h, r1 + 1)  # the 3×3 test needs one row either side
-            halo = lab[a0:a1]
-            edge = find_boundaries(halo, mode="inner", background=0) & (halo > 0)
-            band[~edge[r0 - a0:r1 - a0]] = 0
-        out_words[r0:r1] = band
+    paint_layer(out.view(np.uint32).reshape(h, w), lab, words, boundaries)
     return out
 
 
-#: Pixels whose confidence is below this are marked by :func:`mark_unsure` (the area the
-#: "where to paint next" robot of benchmarks/quality.py strokes).
-UNSURE_BELOW = 0.5
-#: The mark: magenta and black diagonal stripes, 4 px each, visible over every palette colour.
-UNSURE_COLORS = np.array([[255, 0, 255, 255], [0, 0, 0, 255]], dtype=np.uint8)
+def label_rgba(colors: ColorSpec, max_label: int) -> np.ndarray:
+    """``(max_label + 1, 4)`` uint8: each label's colour, opaque; label 0 transparent."""
+    table = _color_table(colors, max_label)
+    rgba = np.zeros((len(table), 4), dtype=np.uint8)
+    rgba[:, :3] = table
+    rgba[1:, 3] = 255
+    return rgba
+
+
+def paint_layer(out: np.ndarray, labels: np.ndarray, words: np.ndarray,
+                boundaries: bool = False, *, hatch: int = 0,
+                confidence: np.ndarray | None = None, unsure_words: np.ndarray | None = None,
+                below: float = UNSURE_BELOW) -> None:
+    """Fill ``out`` (``(H, W)`` uint32) with ``words[labels]`` band by band: the one drawing
+    of a label layer, in whatever byte order ``words`` are (:func:`label_layer`'s RGBA, the
+    app's premultiplied ARGB32, drawn straight into its ``QImage``).
+
+    Then, as :func:`label_layer` with ``boundaries``, then :func:`mark_preview` (``hatch``
+    > 0: every other diagonal band of that width set to 0, a transparent word in both byte
+    orders) or :func:`mark_unsure` (``confidence`` given: the pixels below ``below`` set to
+    the two ``unsure_words`` in stripes). Labels beyond ``words`` take its last word.
+    """
+    h, w = labels.shape
+    for r0, r1 in _row_bands(h, w):
+        band = out[r0:r1]
+        np.take(words, labels[r0:r1], out=band, mode="clip")
+        if boundaries:
+            band[~_boundary_band(labels, r0, r1)] = 0
+        if hatch:
+            np.copyto(band, 0, where=_hatch_band(r0, r1, w, hatch))
+        elif confidence is not None and unsure_words is not None:
+            ys, xs, stripe = _unsure_band(confidence, r0, r1, below)
+            band[ys, xs] = unsure_words[stripe]
+
+
+def _boundary_band(labels: np.ndarray, r0: int, r1: int) -> np.ndarray:
+    """Rows ``r0:r1`` of ``find_boundaries(labels, mode="inner") & (labels > 0)``."""
+    from skimage.segmentation import find_boundaries
+
+    a0, a1 = max(0, r0 - 1), min(labels.shape[0], r1 + 1)  # the 3×3 test: a row either side
+    halo = labels[a0:a1]
+    edge = find_boundaries(halo, mode="inner", background=0) & (halo > 0)
+    return edge[r0 - a0:r1 - a0]
+
+
+def _hatch_band(r0: int, r1: int, width: int, hatch: int) -> np.ndarray:
+    """Rows ``r0:r1`` (of an image ``width`` wide) of the hatching's gaps,
+    ``((x + y) // hatch) % 2 == 1``: a read-only view of one diagonal (each row is the one
+    above shifted by a pixel), no per-pixel arithmetic (0.15 → 0.01 s at 12 MP)."""
+    base = ((np.arange(r0, r1 + width) // hatch) % 2 == 1)
+    step = base.strides[0]
+    return np.lib.stride_tricks.as_strided(base, (r1 - r0, width), (step, step),
+                                           writeable=False)
+
+
+def _unsure_band(confidence: np.ndarray, r0: int, r1: int,
+                 below: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``r0:r1``: the pixels below ``below`` (their rows within the band, columns) and
+    which of the two stripes each is in (4 px diagonal stripes)."""
+    ys, xs = np.nonzero(np.asarray(confidence[r0:r1]) < below)
+    return ys, xs, ((xs + ys + r0) // 4) % 2
 
 
 def mark_unsure(layer: np.ndarray, confidence: np.ndarray | None,
@@ -313,9 +364,7 @@ def mark_unsure(layer: np.ndarray, confidence: np.ndarray | None,
         return layer
     h, w = layer.shape[:2]
     for r0, r1 in _row_bands(h, w):
-        unsure = np.asarray(confidence[r0:r1]) < below
-        ys, xs = np.nonzero(unsure)
-        stripe = ((xs + ys + r0) // 4) % 2
+        ys, xs, stripe = _unsure_band(confidence, r0, r1, below)
         layer[r0:r1][ys, xs] = UNSURE_COLORS[stripe]
     return layer
 
@@ -333,10 +382,8 @@ def mark_preview(layer: np.ndarray, width: int = PREVIEW_HATCH) -> np.ndarray:
     The colours of the kept bands are unchanged, so the preview still shows its labels.
     """
     h, w = layer.shape[:2]
-    xs = np.arange(w)
     for r0, r1 in _row_bands(h, w):
-        gap = ((xs[None, :] + np.arange(r0, r1)[:, None]) // width) % 2 == 1
-        layer[r0:r1, :, 3][gap] = 0
+        layer[r0:r1, :, 3][_hatch_band(r0, r1, w, width)] = 0
     return layer
 
 

@@ -67,23 +67,33 @@ class Result:
         return int(labels.nbytes + 4 * labels.size * self.n_vectors)
 
 
-def make_result(segmentation: Any, seconds: float, preview: bool = False) -> Result:
+def make_result(segmentation: Any, seconds: float, preview: bool = False,
+                like: Result | None = None) -> Result:
     """Attach the heat maps' colour ranges and the labels that could not be placed: what the
     GUI thread must not compute (worker thread).
 
     The colour ranges come from the working copy's vectors where there is one: the 99th
     percentile of a 12 MP vector took 0.6 s each (idle machine), of the 0.5 MP one 0.02 s,
-    and the bilinear enlargement changes it by little. A working copy's eigenvectors are
-    *not* brought to full resolution here (0.9–1.9 s at 12 MP, which delayed every answer on
-    screen by as much): they are enlarged when first read, by whoever needs them at full size
-    (the renderer's thread for a full-size heat map, an export's worker), and the GUI thread
-    reads only :attr:`Result.n_vectors` and :attr:`Result.thumbnail_vectors`.
+    and the bilinear enlargement changes it by little; ``like``, a result of the same vectors
+    (the working answer, before its edges were refined), gives its ranges without computing
+    them again. A working copy's eigenvectors are *not* brought to full resolution here
+    (0.9–1.9 s at 12 MP, which delayed every answer on screen by as much): they are enlarged
+    when first read, by whoever needs them at full size (the renderer's thread for a
+    full-size heat map, an export's worker), and the GUI thread reads only
+    :attr:`Result.n_vectors` and :attr:`Result.thumbnail_vectors`.
+
+    A ``preview`` is not searched for unplaced labels (one pass over the labels per label,
+    50 ms at 12 MP before the working answer could be drawn): only the unconstrained baseline
+    has any, and the answer that replaces the preview says so.
     """
     r = _unenlarged_vectors(segmentation)
-    vmax = tuple(render.robust_vmax(r[..., j]) for j in range(r.shape[-1])) if r.ndim == 3 \
-        else ()
-    return Result(segmentation, vmax, seconds, preview,
-                  tuple(getattr(segmentation, "unplaced_labels", ())),
+    if like is not None and _unenlarged_vectors(like.segmentation) is r:
+        vmax = like.vmax
+    else:
+        vmax = tuple(render.robust_vmax(r[..., j]) for j in range(r.shape[-1])) \
+            if r.ndim == 3 else ()
+    unplaced = () if preview else tuple(getattr(segmentation, "unplaced_labels", ()))
+    return Result(segmentation, vmax, seconds, preview, unplaced,
                   r.shape[-1] if r.ndim == 3 else 0)
 
 

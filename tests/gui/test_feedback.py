@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QImage
 from segapp.gui.heatmap_panel import readable
 from segapp.gui.renderer import ImageCache
 
-from .conftest import SOLVE_TIMEOUT, drag, segment
+from .conftest import SOLVE_TIMEOUT, drag, paint_two_labels, segment
 
 
 def test_the_busy_indicator_is_on_when_the_release_has_been_handled(qtbot, window):
@@ -140,3 +140,71 @@ def test_a_fill_click_shows_the_busy_indicator_before_the_fill_is_applied(qtbot,
                           check_params_cb=lambda tag: tag == win.display.tag):
         pass
     qtbot.waitUntil(lambda: not win.progress.isVisible())
+
+
+def test_a_released_stroke_is_solved_at_once_other_edits_wait_for_the_debounce(qtbot, window):
+    """Issue 28: a stroke is one act, so its solve starts at the release (the debounce was
+    40 ms of every stroke's wait for its answer); edits that come in bursts still wait for
+    it. The debounce is an hour here: anything that waited for it would never start."""
+    win = window
+    segment(qtbot, win)
+    win.worker.debounce_ms = 3_600_000
+    qtbot.keyClick(win.canvas, Qt.Key.Key_2)
+    vp, canvas = win.canvas.viewport(), win.canvas
+    qtbot.mousePress(vp, Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(40, 45))
+    qtbot.mouseMove(vp, canvas.mapFromScene(60, 45))
+    assert not win.worker.jobs.running  # nothing is solved while the stroke is painted
+    qtbot.mouseRelease(vp, Qt.MouseButton.LeftButton, pos=canvas.mapFromScene(80, 45))
+    assert win.worker.jobs.running and not win.worker._timer.isActive()  # submitted already
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: tag == win.display.tag):
+        pass
+    tag = win.display.tag
+    win.state.options = (("sigma", 0.3),)    # an option: a new request, debounced
+    assert win.display.tag != tag and win.worker.is_busy and not win.worker.jobs.running
+    assert win.worker._timer.isActive()
+
+
+def test_a_working_answer_is_on_screen_before_its_edges_are_refined(qtbot, window,
+                                                                     monkeypatch):
+    """Issue 28: on a photo above the working size the working answer is drawn first (what
+    the person sees and responds to); the refinement of its edges starts once its overlay
+    is set, not beside its drawing (0.3 s instead of 0.05 s for a 12 MP overlay)."""
+    import segapp
+
+    win = window
+    win.state.options = (("max_pixels", 2000),)   # 120×90 px: a working copy of ~2K px
+    order = []
+    real = segapp.Session.refine
+
+    def refine(self, result, scribbles, cancel=None):
+        order.append("refine starts")
+        return real(self, result, scribbles, cancel)
+
+    monkeypatch.setattr(segapp.Session, "refine", refine)
+    win.segmentationShown.connect(lambda tag: order.append(
+        "hatched on screen" if win.state.shown.preview else "sharp on screen"))
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT,
+                          check_params_cb=lambda tag: not win.state.shown.preview):
+        paint_two_labels(qtbot, win)
+    assert order[-3:] == ["hatched on screen", "refine starts", "sharp on screen"], order
+
+
+def test_with_nothing_drawing_the_refinement_starts_anyway(qtbot, monkeypatch):
+    """A worker whose working answer nobody draws refines it after DRAWN_WAIT."""
+    from segapp.gui import worker as worker_module
+
+    monkeypatch.setattr(worker_module, "DRAWN_WAIT", 0.05)
+    w = worker_module.SegmentationWorker(debounce_ms=10)
+    yy, xx = np.mgrid[:90, :120]
+    img = np.where(((yy - 45) ** 2 + (xx - 60) ** 2 < 900)[..., None], [0.8, 0.6, 0.3],
+                   [0.2, 0.3, 0.5]).astype(np.float32)
+    w.set_image(img)
+    s = np.zeros((90, 120), np.uint8)
+    s[44:46, 50:70], s[2:4, 5:110] = 2, 1
+    kinds = []
+    w.previewReady.connect(lambda tag, res: kinds.append("working"))
+    with qtbot.waitSignal(w.resultReady, timeout=SOLVE_TIMEOUT):
+        w.request(s, "k", "fastge", {"max_pixels": 2000}, debounce=False)
+    assert kinds == ["working"]
+    assert w.wait_idle(10000)

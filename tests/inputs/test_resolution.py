@@ -111,7 +111,6 @@ def test_working_shape_keeps_the_aspect_and_the_budget(shape, max_pixels):
         assert abs(h / w - shape[0] / shape[1]) < 0.2 * shape[0] / shape[1] + 2 / w
 
 
-
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 60), st.integers(1, 60), st.integers(1, 60), st.integers(1, 60),
        st.sampled_from([(), (3,), (1,)]), st.integers(0, 2**32 - 1))
@@ -138,3 +137,20 @@ def test_the_working_copy_keeps_constants_and_the_value_range():
     assert small.min() >= 0.0 and small.max() <= 1.0
     np.testing.assert_allclose(small.mean(axis=(0, 1)), img.mean(axis=(0, 1)), atol=2e-3)
     assert reduce_image(img, img.shape[:2]) is img
+
+
+@settings(max_examples=60, deadline=None)
+@given(h=st.integers(1, 30), w=st.integers(1, 30), density=st.floats(0, 1),
+       dtype=st.sampled_from([np.uint8, np.int8, np.int32, np.int64]),
+       transposed=st.booleans(), seed=st.integers(0, 2**16))
+def test_painted_pixels_are_nonzeros_order_whatever_the_layout(h, w, density, dtype,
+                                                                transposed, seed):
+    from segapp.inputs.resolution import painted_pixels
+
+    rng = np.random.default_rng(seed)
+    labels = (rng.random((h, w)) < density) * rng.integers(1, 100, (h, w))
+    labels = labels.astype(dtype)
+    if transposed:
+        labels = labels.T   # not C-contiguous
+    got, want = painted_pixels(labels), np.nonzero(labels)
+    assert all(np.array_equal(g, x) for g, x in zip(got, want))

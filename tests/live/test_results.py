@@ -53,3 +53,26 @@ def test_readers_in_several_threads_share_one_enlargement():
     assert len(calls) == 1 and all(g is got[0] for g in got)
     import pickle
     assert pickle.loads(pickle.dumps(seg)).eigenvectors.shape == (4, 4, 1)   # no lock pickled
+
+
+def test_the_sharp_answer_takes_the_working_answers_colour_ranges_and_a_preview_no_search(
+        monkeypatch):
+    """Issue 28: the working answer (posted hatched) and its refined edges share the working
+    copy's vectors: their colour ranges are computed once; a preview is not searched for
+    unplaced labels (the answer that replaces it is)."""
+    from segapp.io import render
+    from segapp.live import results
+
+    seg = _big_result()
+    calls = []
+    real = render.robust_vmax
+    monkeypatch.setattr(results.render, "robust_vmax", lambda v: calls.append(1) or real(v))
+    working = make_result(seg, 0.0, preview=True)
+    assert working.unplaced == () and len(calls) == working.n_vectors > 0
+    from segapp.inputs.refine import _copy   # a refined answer: a copy sharing the vectors
+    refined = _copy(seg)
+    calls.clear()
+    result = make_result(refined, 0.0, like=working)
+    assert calls == [] and result.vmax == working.vmax and not result.preview
+    other = make_result(_big_result(), 0.0, like=working)    # other vectors: computed
+    assert len(calls) == other.n_vectors
