@@ -291,11 +291,9 @@ def image_graph(
     H, W = feats.shape[:2]
     if H * W < 2:
         raise InvalidInputError(f"image of {W}×{H} pixels is too small to segment")
-    # Offsets reaching beyond a tiny image join no pixel pairs at all.
-    offsets = [(dy, dx) for dy, dx in grid_offsets(connectivity, radius) if dy < H and abs(dx) < W]
-    n = H * W
-    # Squared feature differences for every offset, kept as full (H, W) planes (zero-padded
-    # where the neighbour falls outside) so the Laplacian can be assembled as diagonals.
+    offsets = graph_offsets((H, W), connectivity, radius)
+    # Squared feature differences for every offset, kept as full (H, W) planes (NaN where
+    # the neighbour falls outside) so the Laplacian can be assembled as diagonals.
     sq = []
     for dy, dx in offsets:
         ys, xs, ys2, xs2 = _offset_slices((H, W), dy, dx)
@@ -310,14 +308,52 @@ def image_graph(
     if not np.isfinite(sigma) or sigma <= 0:
         raise InvalidInputError(f"sigma must be a positive number, got {sigma!r}")
 
+    def weights(plane: np.ndarray) -> np.ndarray:
+        w = affinity(plane, sigma)
+        w[np.isnan(plane)] = 0.0
+        return w
+
+    L, degrees = _assemble((H, W), offsets, (weights(p) for p in sq))
+    return Graph(L, degrees, (H, W), float(sigma), offsets)
+
+
+def graph_offsets(shape: tuple[int, int], connectivity: int = 8,
+                  radius: float | None = None) -> list[tuple[int, int]]:
+    """The offsets :func:`image_graph` joins pixels by on an image of ``shape``
+    (:func:`grid_offsets` without those reaching beyond it, which join no pixel pairs)."""
+    H, W = shape
+    return [(dy, dx) for dy, dx in grid_offsets(connectivity, radius) if dy < H and abs(dx) < W]
+
+
+def grid_pattern(shape: tuple[int, int], offsets: list[tuple[int, int]]) -> sp.csr_matrix:
+    """The sparsity pattern of the Laplacian :func:`image_graph` builds on ``shape`` with
+    ``offsets`` (every weight is positive, so it depends on the grid only), stored alike
+    (CSR, sorted indices; unit weights): what the direct solver's analysis needs before the
+    weights exist (:meth:`segapp.solve.GraphSolver.analyse_ahead`)."""
+    H, W = shape
+
+    def ones(dy: int, dx: int) -> np.ndarray:
+        ys, xs, _, _ = _offset_slices((H, W), dy, dx)
+        w = np.zeros((H, W), np.float32)
+        w[ys, xs] = 1.0
+        return w
+
+    return _assemble((H, W), offsets, (ones(dy, dx) for dy, dx in offsets))[0]
+
+
+def _assemble(shape: tuple[int, int], offsets: list[tuple[int, int]],
+              planes) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The Laplacian ``D − W`` (CSR, sorted indices, no stored zeros) and the degrees from one
+    (H, W) weight plane per offset: the weight of the edge from each pixel to its neighbour
+    at that offset (0 where the neighbour falls outside)."""
+    H, W = shape
+    n = H * W
     degrees = np.zeros(n, np.float64)
     # Upper diagonals by flat offset k = dy·W + dx. On very narrow images two grid offsets can
     # share a flat offset (W = 2: (0, 1) and (1, −1) both give k = 1); their pixel pairs are
     # disjoint, so their weights simply add on the same diagonal.
     upper: dict[int, np.ndarray] = {}
-    for (dy, dx), plane in zip(offsets, sq):
-        w = affinity(plane, sigma)
-        w[np.isnan(plane)] = 0.0
+    for (dy, dx), w in zip(offsets, planes):
         wf = w.ravel().astype(np.float64)
         k = dy * W + dx  # flat offset of the neighbour
         degrees += wf
@@ -341,4 +377,4 @@ def image_graph(
     L = sp.dia_matrix((np.array(diags), np.array(diag_offsets)), shape=(n, n)).tocsr()
     L.eliminate_zeros()
     L.sort_indices()
-    return Graph(L, degrees, (H, W), float(sigma), offsets)
+    return L, degrees

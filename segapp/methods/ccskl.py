@@ -310,6 +310,11 @@ class CCSKL(GraphMethod):
         #: per image updated per edit where CHOLMOD is installed, else block CG.
         self.solver = GraphSolver.of(graph)
 
+    @classmethod
+    def direct_ahead(cls, settings: Settings) -> bool:
+        """The strokes' potentials take the direct solver's factor where it serves."""
+        return True
+
     def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit after this one's answer: the potentials' factor."""
         self.solver.prepare(cancel)

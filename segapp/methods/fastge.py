@@ -184,6 +184,7 @@ class FastGE(GraphMethod):
     constrained = True
     options = OPTIONS
     prepares = True
+    colours_ahead = True   # the first edit decides on the colour models from them
 
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
         super().__init__(graph, settings, **options)
@@ -195,6 +196,12 @@ class FastGE(GraphMethod):
         self._carried: tuple[tuple, np.ndarray] | None = None  # (file and labels, posteriors)
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
+
+    @classmethod
+    def direct_ahead(cls, settings: Settings) -> bool:
+        """The harmonic eigensolver takes the direct solver's factor unless told not to."""
+        return (canonical_eigensolver(settings["eigensolver"]) == "harmonic"
+                and settings["linear_solver"] != "iterative")
 
     def prepare_next(self, cancel: CancelToken) -> None:
         """Work for the next edit, after this one's answer (:meth:`GraphSolver.prepare`)."""

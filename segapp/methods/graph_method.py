@@ -14,11 +14,13 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ..ahead import Ahead
 from ..errors import InvalidInputError
 from ..graphs import Graph, graph_from_adjacency, image_graph
-from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR
+from ..graphs.image import DEFAULT_DENOISE, DEFAULT_SIGMA_SCALE, SIGMA_FLOOR, graph_offsets
 from ..options import Option, Settings
 from ..partition import ImageColours
+from ..solve import analysis_ahead
 from .base import Method
 
 #: Options that shape the image graph (:func:`segapp.graphs.image.image_graph`); every graph method
@@ -55,25 +57,48 @@ class GraphMethod(Method):
     """
 
     options: ClassVar[tuple[Option, ...]] = GRAPH_OPTIONS
+    #: Whether :meth:`from_settings` computes the image's colours (:attr:`colours`) in a
+    #: thread beside the graph: for a method whose every first edit reads them.
+    colours_ahead: ClassVar[bool] = False
 
     @classmethod
     def from_settings(cls, image: np.ndarray, settings: Settings) -> "GraphMethod":
         """Build the image graph (graph options of :func:`segapp.graphs.image.image_graph`), then the method."""
         t = time.perf_counter()
+        # Per-image work that needs no weight or stroke, begun beside the graph's build.
+        colours = Ahead(ImageColours.of_image, image) if cls.colours_ahead else None
+        shape = image.shape[:2]
+        analysis = (analysis_ahead(shape, graph_offsets(shape, settings["connectivity"],
+                                                        settings["radius"]))
+                    if cls.direct_ahead(settings) else None)
         graph = image_graph(image, **{o.name: settings[o.name] for o in GRAPH_OPTIONS})
         elapsed = time.perf_counter() - t
         method = cls(graph, settings=settings)
         method._image = image  # its colours are read when first needed (colours)
+        method._colours_ahead = colours
+        if analysis is not None:
+            method.solver.analyse_ahead(analysis)
         method.timings = {"graph": elapsed, **method.timings}
         return method
+
+    @classmethod
+    def direct_ahead(cls, settings: Settings) -> bool:
+        """Whether :meth:`from_settings` starts the direct solver's analysis of the pixel grid
+        beside the graph (:func:`segapp.solve.analysis_ahead`): for a method whose solves
+        take the direct solver's factor with these settings (it has a ``solver``,
+        :class:`~segapp.solve.GraphSolver`)."""
+        return False
 
     @property
     def colours(self) -> ImageColours | None:
         """The pixels' colours (CIE Lab) and their noise when the method was built from an
-        image, else None; computed when first read (35-60 ms at 0.5 MP), since only a
-        two-label sweep reads them, and kept for every edit after."""
+        image, else None; kept for every edit. Computed beside the graph where the first
+        edit reads them (:attr:`colours_ahead`: 35–60 ms at 0.5 MP off its path), else when
+        first read."""
         if self._colours is None and self._image is not None:
-            self._colours = ImageColours.of_image(self._image)
+            ahead, self._colours_ahead = self._colours_ahead, None
+            self._colours = (ahead.result() if ahead is not None
+                             else ImageColours.of_image(self._image))
         return self._colours
 
     @classmethod
@@ -100,6 +125,8 @@ class GraphMethod(Method):
         self.graph = graph
         self._image: np.ndarray | None = None
         self._colours: ImageColours | None = None
+        self._colours_ahead: Ahead | None = None
         self.shape = graph.shape
         self.n = graph.n
         self._settle(type(self).resolve(options) if settings is None else settings)
+

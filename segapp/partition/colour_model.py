@@ -193,10 +193,9 @@ def strokes_differ_in_colour(colours: ImageColours, sets: list[np.ndarray],
     adds noise: a ring drawn on one noisy grey, whose inside and outside are painted with the
     same grey (there it moved a click's answer by 2.3% of the pixels from a 5×5 seed's).
     """
-    f = np.asarray(colours.lab, np.float64)
     means, covs, sizes = [], [], []
     for S in sets[:2]:
-        g = f[S]
+        g = np.asarray(colours.lab[S], np.float64)   # the strokes' rows only, not all n
         sizes.append(max(g.shape[0], 1))
         means.append(g.mean(0))
         d = g - means[-1]

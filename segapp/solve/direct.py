@@ -83,12 +83,17 @@ REACH_BYTES_PER_PIXEL = 64
 MAX_FACTORED_PIXELS = 4_000_000
 MAX_FACTOR_BYTES = 3 * 2**30
 #: With ``linear_solver="auto"``, images up to this size *per free core*
-#: (:func:`cold_pixels`) are factored for their first solve too (on one core a factor costs
-#: about what a cold AMG set-up + CG does at 600K px; the factorization's dense fronts use a
-#: second core, the AMG set-up and CG do not; and every answer of a session is then exact: a
-#: fresh session and an edited one agree to the last pixel); larger ones get their first
-#: answer iteratively and are factored in the background.
-COLD_PIXELS = 600_000
+#: (:func:`cold_pixels`) are factored for their first solve too; larger ones get their first
+#: answer iteratively and are factored in the background. With the image's analysis made
+#: ahead (:class:`GridAnalysis`), the factor path costs less CPU than a cold AMG set-up + CG
+#: even on one core at 1.1M px (the coffee photo, 4 labels, load 7: a whole ``segment``
+#: 5.8–6.4 s CPU direct against 6.8–7.2 s iterative; wall 11.8–12.4 s against 16.9–25.3 s):
+#: the factorization is dense BLAS, where AMG and CG are memory-bound; the dense fronts also
+#: use a second core, the AMG set-up and CG do not (600K per core before, from a comparison
+#: that counted the analysis on the factor's side). Every answer of a session is then
+#: exact: a fresh session and an edited one agree to the last pixel. Above 1.2M per core
+#: the crossover is extrapolated (factor ~n^1.5, CG ~n: about 2.8M px on one core).
+COLD_PIXELS = 1_200_000
 def cold_pixels() -> int:
     """The largest image factored for its first answer (:data:`COLD_PIXELS` per free core)."""
     return COLD_PIXELS * foreground_threads()
@@ -137,6 +142,50 @@ def warn_unavailable(reason: str) -> None:
                   SlowSolverWarning, stacklevel=3)
 
 
+class GridAnalysis:
+    """What every factor of an image shares: the lower triangle's pattern, the grid's
+    nested-dissection order (:func:`~segapp.solve.ordering.grid_nested_dissection`) and
+    CHOLMOD's symbolic analysis (:class:`segapp.solve.cholmod.Factor`, never factored).
+
+    It depends on the graph's pattern only — the same for ``L_D``, every ``L_D + γD`` on its
+    pattern (:func:`segapp.solve.harmonic.shifted`) and every stroke set — so it is made once
+    per image, and can be made as soon as the graph is built, before any stroke
+    (:meth:`segapp.solve.GraphSolver.analyse_ahead`): 0.17 s at 250K px, 0.6 s (CPU) at
+    1.1M, taken off the first answer's path.
+
+    Raises :class:`~segapp.errors.SolverError` when the factor would exceed
+    :data:`MAX_FACTOR_BYTES`.
+    """
+
+    def __init__(self, pattern: sp.spmatrix, shape: tuple[int, int], reach: int = 1) -> None:
+        t = time.perf_counter()
+        M = sp.csr_matrix(pattern)
+        M = M if M.has_sorted_indices else M.sorted_indices()
+        self.n = M.shape[0]
+        self._indptr, self._indices = M.indptr, M.indices
+        indptr, self.rows, self.cols, self._keep = _lower_csc(M)
+        self.symbolic = cholmod.Factor(indptr, self.rows, grid_nested_dissection(shape, reach))
+        if self.symbolic.nbytes > MAX_FACTOR_BYTES:
+            raise SolverError(f"the factor would need {self.symbolic.nbytes / 2**30:.1f} GB "
+                              f"(budget {MAX_FACTOR_BYTES / 2**30:.0f} GB)")
+        self.library = self.symbolic.library
+        self.perm = self.symbolic.perm
+        self.iperm = np.empty_like(self.perm)
+        self.iperm[self.perm] = np.arange(self.n)
+        #: Seconds the analysis took.
+        self.seconds = time.perf_counter() - t
+
+    def fits(self, M: sp.csr_matrix) -> bool:
+        """Whether ``M`` (CSR, sorted indices) has the pattern analysed, stored alike."""
+        return M.shape == (self.n, self.n) and (
+            (M.indptr is self._indptr or np.array_equal(M.indptr, self._indptr))
+            and (M.indices is self._indices or np.array_equal(M.indices, self._indices)))
+
+    def values(self, M: sp.csr_matrix) -> np.ndarray:
+        """The lower triangle's values of ``M`` (:meth:`fits`) in the analysis' order."""
+        return np.ascontiguousarray(M.data[self._keep], dtype=np.float64)
+
+
 class DirichletFactor:
     """Per image: the ordering and symbolic analysis, a numeric factor of one base stroke set,
     and exact solves for any other stroke set by a low-rank update (see module doc).
@@ -157,24 +206,23 @@ class DirichletFactor:
         The largest row / column distance of an edge (:func:`segapp.solve.ordering.offsets_reach`).
     """
 
-    def __init__(self, matrix: sp.spmatrix, shape: tuple[int, int], reach: int = 1) -> None:
+    def __init__(self, matrix: sp.spmatrix, shape: tuple[int, int], reach: int = 1, *,
+                 analysis: "GridAnalysis | None" = None) -> None:
         t = time.perf_counter()
         M = sp.csr_matrix(matrix)
+        M = M if M.has_sorted_indices else M.sorted_indices()
+        if analysis is None or not analysis.fits(M):
+            analysis = GridAnalysis(M, shape, reach)
         self.n = n = M.shape[0]
         self.matrix = M
-        indptr, self._rows, self._cols, self._data = _lower_csc(M)
+        self._rows, self._cols = analysis.rows, analysis.cols
+        self._data = analysis.values(M)
         #: The analysis alone (never factored): every factor is a copy of it, so a new one
         #: can be computed (in the background) while the last one still serves solves.
-        self._symbolic = cholmod.Factor(indptr, self._rows,
-                                        grid_nested_dissection(shape, reach))
-        if self._symbolic.nbytes > MAX_FACTOR_BYTES:
-            raise SolverError(f"the factor would need {self._symbolic.nbytes / 2**30:.1f} GB "
-                              f"(budget {MAX_FACTOR_BYTES / 2**30:.0f} GB)")
+        self._symbolic = analysis.symbolic
         #: The CHOLMOD library the factors come from (:func:`segapp.solve.cholmod.library`).
-        self.library = self._symbolic.library
-        self.perm = self._symbolic.perm
-        self.iperm = np.empty_like(self.perm)
-        self.iperm[self.perm] = np.arange(n)
+        self.library = analysis.library
+        self.perm, self.iperm = analysis.perm, analysis.iperm
         self._current: _Base | None = None
         self.max_rank = max(64, int(RANK_PER_SQRT_N * np.sqrt(n)))
         self.max_border = max(1000, int(BORDER_PER_SQRT_N * np.sqrt(n)))
@@ -349,17 +397,16 @@ class _Base:
 
 
 def _lower_csc(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``tril(M)`` of a symmetric CSR matrix in CSC form as ``(indptr, rows, cols, data)``,
-    int32 indices: the upper triangle's CSR arrays read as CSC (scipy's ``tril`` goes through
-    COO and a sort: 0.16 s at 0.5 MP against 0.02 s)."""
-    M = M if M.has_sorted_indices else M.sorted_indices()
+    """The pattern of ``tril(M)`` of a symmetric CSR matrix with sorted indices in CSC form
+    as ``(indptr, rows, cols, keep)``, int32 indices; ``M.data[keep]`` are its values in that
+    order: the upper triangle's CSR arrays read as CSC (scipy's ``tril`` goes through COO and
+    a sort: 0.16 s at 0.5 MP against 0.02 s)."""
     n = M.shape[0]
     rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(M.indptr))
     keep = M.indices >= rows               # upper triangle of row i = lower of column i
     indptr = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(rows[keep], minlength=n), out=indptr[1:])
-    return (indptr, M.indices[keep].astype(np.int32), rows[keep],
-            np.ascontiguousarray(M.data[keep], dtype=np.float64))
+    return indptr, M.indices[keep].astype(np.int32), rows[keep], keep
 
 
 def _neighbour_entries(L: sp.csr_matrix, T: np.ndarray) -> np.ndarray:

@@ -76,6 +76,7 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import partial
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -177,6 +178,11 @@ def with_strokes(Y: np.ndarray, fixed: np.ndarray, sets: list[np.ndarray]) -> np
     return Y
 
 
+def _column_norms(V: np.ndarray) -> np.ndarray:
+    """The Euclidean norm of each column, without an n × m temporary (``np.linalg.norm``'s)."""
+    return np.sqrt(np.einsum("ij,ij->j", V, V))
+
+
 def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
               tol: float = 1e-4, maxiter: int = 300, cancel: CancelToken = NEVER
               ) -> tuple[np.ndarray, int, np.ndarray]:
@@ -189,7 +195,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
     comes with it bound (:func:`functools.partial`).
     """
     check = cancel.check
-    colnorm = lambda V: np.sqrt(np.einsum("ij,ij->j", V, V))  # noqa: E731 (no n×m temporaries)
+    colnorm = _column_norms
     bnorm = colnorm(b)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
     if x0 is None:
@@ -325,12 +331,17 @@ class HarmonicSolver:
         γ of an appearance prior (:mod:`segapp.appearance`): every unpainted pixel is joined
         to the label anchors with total weight ``γ d_i``, so the Dirichlet problems are those
         of ``L_D + γ D`` (module doc, "Appearance"); 0 = FAST-GE's own problem.
+    analysis : callable, optional
+        Gives the image's :class:`~segapp.solve.direct.GridAnalysis` (made ahead and shared
+        by the graph's harmonic solvers, :meth:`segapp.solve.GraphSolver.analyse_ahead`), or
+        raises why there is none; without it the direct solver makes its own.
     """
 
     def __init__(self, laplacian: sp.csr_matrix, degrees: np.ndarray, *,
                  theta: float = DEFAULT_THETA,
                  grid: tuple[tuple[int, int], int] | None = None,
-                 shift: float = 0.0) -> None:
+                 shift: float = 0.0,
+                 analysis: Callable[[], direct.GridAnalysis] | None = None) -> None:
         self.L = sp.csr_matrix(laplacian)
         self.degrees = np.asarray(degrees, dtype=np.float64)
         self.shift = float(shift)
@@ -348,6 +359,7 @@ class HarmonicSolver:
             "not an image graph" if grid is None else
             f"more than {direct.MAX_FACTORED_PIXELS} pixels"
             if self.L.shape[0] > direct.MAX_FACTORED_PIXELS else None)
+        self._analysis = analysis
         self._next: np.ndarray | None = None     # the painted mask prepare() factors for
         self._ahead: _Ahead | None = None        # a snapshot made beside the caller (factor_ahead)
         self._ahead_last: _Ahead | None = None   # ... and the last one started (join_ahead)
@@ -380,7 +392,8 @@ class HarmonicSolver:
             if self.direct is None and self._direct_usable():
                 assert self.grid is not None
                 try:
-                    self.direct = direct.DirichletFactor(self.M, *self.grid)
+                    shared = self._analysis() if self._analysis is not None else None
+                    self.direct = direct.DirichletFactor(self.M, *self.grid, analysis=shared)
                 except (SolverError, MemoryError) as exc:
                     self.direct_unavailable = str(exc)
             return self.direct
@@ -679,8 +692,8 @@ class HarmonicSolver:
         # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
         r = b - self.M @ Phi
         r[fixed] = 0.0
-        bn = np.linalg.norm(b, axis=0)
-        rel = np.linalg.norm(r, axis=0) / np.where(bn > 0, bn, 1.0)
+        bn = _column_norms(b)
+        rel = _column_norms(r) / np.where(bn > 0, bn, 1.0)
         how = ("potentials by a direct solve: numeric factor" if snap.how == "refactor" else
                "potentials by a direct solve: the base factor" if snap.how == "base" else
                f"potentials by a direct solve: the base factor updated for {snap.changed} "

@@ -15,7 +15,8 @@ import scipy.sparse as sp
 
 from segapp.errors import InvalidInputError
 from segapp.graphs import graph_from_adjacency, laplacian
-from segapp.graphs.image import MIN_WEIGHT, grid_offsets, image_graph
+from segapp.graphs.image import (MIN_WEIGHT, graph_offsets, grid_offsets, grid_pattern,
+                                 image_graph)
 
 # Reach of each neighbourhood option, as a Euclidean radius in pixels.
 REACH = {"c4": ({"connectivity": 4}, 1.0),
@@ -193,6 +194,22 @@ def test_tiny_and_narrow_images_match_brute_force(shape):
         g = raw_graph(img, sigma=0.3, **options)
         np.testing.assert_allclose(adjacency_of(g.laplacian),
                                    brute_force_adjacency(img, 0.3, r), rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(1, 5), (2, 2), (2, 6), (5, 2), (3, 3), (9, 13), (14, 4)])
+@pytest.mark.parametrize("reach", sorted(REACH))
+def test_the_grid_pattern_is_the_graphs_pattern_by_brute_force(shape, reach):
+    """What the direct solver analyses before the weights exist: the pixel pairs within the
+    neighbourhood plus the diagonal (brute force), stored as the graph's Laplacian is."""
+    options, r = REACH[reach]
+    img = np.random.default_rng(3).random(shape + (3,)).astype(np.float32)
+    g = image_graph(img, **options)
+    P = grid_pattern(shape, graph_offsets(shape, **options))
+    np.testing.assert_array_equal(P.indptr, g.laplacian.indptr)
+    np.testing.assert_array_equal(P.indices, g.laplacian.indices)
+    expect = (brute_force_adjacency(img, 0.3, r) > 0) | np.eye(img.shape[0] * img.shape[1],
+                                                                  dtype=bool)
+    np.testing.assert_array_equal(P.toarray() != 0, expect)
 
 
 # -- σ rule ----------------------------------------------------------------------------------

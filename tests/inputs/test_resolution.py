@@ -1,5 +1,5 @@
 """segapp.inputs.resolution: strokes on the working grid (every painted label survives, majority rule,
-confidences follow their labels) and the working shape."""
+confidences follow their labels), the working copy's anti-aliased reduction and the working shape."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from segapp.inputs.resolution import reduce_map, reduce_strokes, working_shape
+from segapp.inputs.resolution import (antialiased, reduce_image, reduce_map, reduce_strokes,
+                                      working_shape)
 
 
 def _blocks(H, W, h, w):
@@ -108,6 +109,34 @@ def test_working_shape_keeps_the_aspect_and_the_budget(shape, max_pixels):
     else:
         assert h * w <= max_pixels and h >= 2 and w >= 2
         assert abs(h / w - shape[0] / shape[1]) < 0.2 * shape[0] / shape[1] + 2 / w
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 60), st.integers(1, 60), st.integers(1, 60),
+       st.sampled_from([(), (3,), (1,)]), st.integers(0, 2**32 - 1))
+def test_the_working_copy_is_scikit_images_anti_aliased_resize(H, W, h, w, channels, seed):
+    """The independent reference: skimage.transform.resize(anti_aliasing=True) itself."""
+    from skimage.transform import resize
+    h, w = min(h, H), min(w, W)
+    A = np.random.default_rng(seed).random((H, W) + channels).astype(np.float32)
+    got = antialiased(A, (h, w))
+    assert got.shape == (h, w) + channels and got.dtype == np.float32
+    ref = resize(A, (h, w) + channels, anti_aliasing=True, preserve_range=True)
+    np.testing.assert_allclose(got, ref, atol=2e-6)
+
+
+def test_the_working_copy_keeps_constants_and_the_value_range():
+    flat = np.full((37, 53, 3), 0.3, np.float32)
+    np.testing.assert_allclose(antialiased(flat, (11, 17)), 0.3, atol=1e-6)
+    rng = np.random.default_rng(2)
+    img = rng.random((301, 457, 3)).astype(np.float32)
+    img[:, :40] = 1.0                        # a saturated band: rounding must not leave [0, 1]
+    shape = working_shape(img.shape[:2], 10_000)
+    small = reduce_image(img, shape)
+    assert small.shape == shape + (3,) and small.dtype == np.float32
+    assert small.min() >= 0.0 and small.max() <= 1.0
+    np.testing.assert_allclose(small.mean(axis=(0, 1)), img.mean(axis=(0, 1)), atol=2e-3)
+    assert reduce_image(img, img.shape[:2]) is img
 
 
 @settings(max_examples=60, deadline=None)

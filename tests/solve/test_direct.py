@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import segapp
 from segapp.solve import cholmod
 from segapp.solve import direct
-from segapp.cancel import Cancelled
+from segapp.cancel import NEVER, Cancelled
 from segapp.graphs.image import image_graph
 from segapp.solve.harmonic import block_pcg, dirichlet_matrix, stroke_rhs
 from segapp.solve.ordering import grid_nested_dissection, offsets_reach
@@ -151,6 +151,84 @@ def test_one_snapshot_serves_many_right_hand_sides(gamma, kind):
                                    atol=1e-9 * np.abs(ref).max())
         np.testing.assert_allclose(snap.solve(b[:, 1]), ref[:, 1], rtol=1e-8,
                                    atol=1e-9 * np.abs(ref).max())
+
+
+@needs_cholmod
+def test_one_analysis_made_before_any_stroke_serves_every_shift():
+    """The per-image analysis (made from the graph alone) shared by factors of ``L`` and of
+    ``L + γD`` (on L's pattern, as the harmonic solver makes it): each solves like an
+    independent dense solve, and like a factor that made its own analysis."""
+    from segapp.solve.harmonic import shifted
+    rng = np.random.default_rng(11)
+    g = image_graph(noisy_blocks())
+    grid = (g.shape, offsets_reach(g.offsets))
+    shared = direct.GridAnalysis(g.laplacian, *grid)
+    fixed = np.zeros(g.n, dtype=bool)
+    fixed[rng.choice(g.n, 40, replace=False)] = True
+    for gamma in (0.0, 0.2):
+        M = shifted(g.laplacian, gamma * g.degrees) if gamma else g.laplacian
+        assert shared.fits(M)
+        d = direct.DirichletFactor(M, *grid, analysis=shared)
+        assert d._symbolic is shared.symbolic
+        own = direct.DirichletFactor(M, *grid)
+        b = rng.normal(size=(g.n, 2))
+        b[fixed] = 0
+        ref = np.linalg.solve(dense_dirichlet(M, fixed), b)
+        x = d.solve(fixed, b)
+        np.testing.assert_allclose(x, ref, rtol=1e-9, atol=1e-10 * np.abs(ref).max())
+        np.testing.assert_array_equal(x, own.solve(fixed, b))
+    # a matrix on another pattern is not taken for this one: its factor analyses it anew
+    other = (g.laplacian + sp.eye(g.n, k=g.shape[1] + 2) + sp.eye(g.n, k=-g.shape[1] - 2)).tocsr()
+    other.sort_indices()
+    assert not shared.fits(other)
+    d = direct.DirichletFactor(other, *grid, analysis=shared)
+    assert d._symbolic is not shared.symbolic
+
+
+@needs_cholmod
+def test_the_graph_solver_analyses_ahead_once_for_all_its_harmonic_solvers():
+    from segapp.solve import GraphSolver
+    g = image_graph(noisy_blocks())
+    gs = GraphSolver.of(g)
+    assert gs.analyse_ahead() and not gs.analyse_ahead()     # once per image
+    sets = [np.arange(5), np.arange(g.n - 5, g.n)]
+    plain = gs.harmonic_solver(0.25, 0.0)
+    Y0 = plain.potentials(sets, linear_solver="direct")
+    prior = np.full((g.n, 2), 0.5)
+    gamma = gs.harmonic_solver(0.25, 0.1)
+    Y1 = gamma.potentials(sets, linear_solver="direct", prior=prior)
+    assert plain.direct._symbolic is gamma.direct._symbolic is gs._grid_analysis().symbolic
+    for h, Y, p in ((plain, Y0, None), (gamma, Y1, prior)):   # dense references
+        fixed = np.zeros(g.n, dtype=bool)
+        fixed[np.concatenate(sets)] = True
+        b = stroke_rhs(h.M, fixed, sets)
+        if p is not None:
+            b += (h.shift * g.degrees * ~fixed)[:, None] * p
+        ref = np.linalg.solve(dense_dirichlet(h.M, fixed), b)
+        np.testing.assert_allclose(Y[~fixed], ref[~fixed], atol=1e-9)
+
+
+@needs_cholmod
+def test_a_method_built_from_an_image_solves_with_the_analysis_begun_before_its_weights():
+    """FastGE from an image: the grid's analysis begun beside the graph's build (from the
+    grid alone) fits the graph built, serves the solve's factor, and the answer equals that
+    of a solve whose factor made its own analysis."""
+    from segapp.methods import get
+    img = noisy_blocks((36, 44))
+    s = np.zeros(img.shape, int)
+    s[3:6, 3:20], s[30:33, 25:40], s[20:22, 2:10] = 1, 2, 3
+    settings = get("fastge").resolve({})
+    m = get("fastge").from_settings(img, settings)
+    ahead = m.solver._grid_analysis()
+    assert ahead is not None and ahead.fits(m.graph.laplacian)
+    got = m.run(s, NEVER, None, settings)
+    assert m.solver.harmonic.direct._symbolic is ahead.symbolic
+    plain = get("fastge")(image_graph(img), settings=settings)   # no analysis ahead
+    plain._image = img
+    ref = plain.run(s, NEVER, None, settings)
+    assert plain.solver._grid_analysis() is None
+    np.testing.assert_array_equal(got.labels, ref.labels)
+    np.testing.assert_allclose(got.eigenvalues, ref.eigenvalues, rtol=1e-9)
 
 
 @needs_cholmod
