@@ -69,3 +69,77 @@ def test_few_points_get_few_components_and_a_finite_density(points):
     assert np.isfinite(mix.log_density(np.array([[50.0, 1.0, -1.0], [0, 0, 0]]))).all()
     spread = np.random.default_rng(points).normal(50, 10, (points, 3))
     assert len(fit_mixture(spread, np.ones(points), components=5).weights) <= max(1, points // 8)
+
+
+def _plain_em(x, w, components, floor, lloyd_steps, em_steps):
+    """The module doc's algorithm written plainly, one component at a time, with scipy's
+    densities: the reference the vectorised fit must equal."""
+    keep = w > 0
+    x, w = x[keep], w[keep]
+    K = max(1, min(components, len(x) // 8))
+    centres = [np.average(x, axis=0, weights=w)]
+    d2 = ((x - centres[0]) ** 2).sum(1)
+    for _ in range(K - 1):
+        i = int(np.argmax(w * d2))
+        if w[i] * d2[i] <= 0:
+            break
+        centres.append(x[i])
+        d2 = np.minimum(d2, ((x - x[i]) ** 2).sum(1))
+    means = np.array(centres)
+    K = len(means)
+    for _ in range(lloyd_steps):
+        a = np.array([np.argmin([((p - m) ** 2).sum() for m in means]) for p in x])
+        for j in range(K):
+            if w[a == j].sum() > 0:
+                means[j] = np.average(x[a == j], axis=0, weights=w[a == j])
+    resp = np.eye(K)[a]
+    for step in range(em_steps + 1):
+        rw = resp * w[:, None]
+        N = rw.sum(0)
+        live = N > 1e-12 * w.sum()
+        rw, N = rw[:, live], N[live]
+        means = np.array([rw[:, j] @ x / N[j] for j in range(len(N))])
+        covs = np.array([np.cov(x.T, aweights=rw[:, j], bias=True).reshape(x.shape[1], -1)
+                         + np.diag(np.broadcast_to(floor, (x.shape[1],)))
+                         for j in range(len(N))])
+        pis = N / N.sum()
+        if step == em_steps:
+            return pis, means, covs
+        dens = np.stack([p * multivariate_normal(m, c).pdf(x) for p, m, c in zip(pis, means, covs)], 1)
+        resp = dens / dens.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("seed,components,c", [(0, 5, 3), (1, 3, 3), (2, 5, 1), (3, 1, 3)])
+def test_the_fit_is_the_plain_em_of_the_module_doc(seed, components, c):
+    from segapp.appearance.mixture import _LLOYD_STEPS, EM_STEPS
+
+    a, b = _two_blobs(600, seed)
+    x = np.vstack([a, b])[:, :c]
+    w = np.random.default_rng(seed).integers(0, 4, len(x)).astype(float)   # some weights 0
+    floor = np.array([4.0, 5.0, 6.0])[:c]
+    mix = fit_mixture(x, w, components, floor=floor)
+    pis, means, covs = _plain_em(x, w, components, floor, _LLOYD_STEPS, EM_STEPS)
+    np.testing.assert_allclose(mix.weights, pis, rtol=1e-9)
+    np.testing.assert_allclose(mix.means, means, rtol=1e-9)
+    np.testing.assert_allclose(mix.covariances, covs, rtol=1e-9)
+
+
+@pytest.mark.parametrize("c", [1, 3])
+def test_many_components_give_scipys_densities(c):
+    """A folder's model concatenates up to 60 components (appearance/carry.py): every
+    component's log-density at once equals scipy's, one by one."""
+    from segapp.appearance.mixture import Mixture
+
+    rng = np.random.default_rng(c)
+    K = 60
+    A = rng.normal(size=(K, c, c))
+    covs = A @ A.transpose(0, 2, 1) * 20 + 4 * np.eye(c)
+    means = rng.uniform(0, 100, (K, c))
+    weights = rng.dirichlet(np.ones(K))
+    mix = Mixture(weights, means, covs)
+    pts = rng.uniform(-50, 150, (300, c))
+    want = np.stack([np.log(p) + multivariate_normal(m, s).logpdf(pts)
+                     for p, m, s in zip(weights, means, covs)], 1)
+    np.testing.assert_allclose(mix._component_logs(pts), want, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(mix.log_density(pts),
+                               np.log(np.exp(want).sum(1)), rtol=1e-10)
