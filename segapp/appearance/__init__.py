@@ -7,6 +7,6 @@ as a prior (:mod:`segapp.solve.harmonic`).
 """
 
 from .mixture import Mixture, fit_mixture
-from .models import ColourPalette, fit_label_models, label_posteriors
+from .models import ColourPalette, LabelModels, fit_label_models, label_posteriors
 
-__all__ = ["Mixture", "fit_mixture", "ColourPalette", "fit_label_models", "label_posteriors"]
+__all__ = ["Mixture", "fit_mixture", "ColourPalette", "LabelModels", "fit_label_models", "label_posteriors"]

@@ -50,7 +50,7 @@ from ..options import SEED, Option, Settings
 from ..partition.colour_model import strokes_differ_in_colour
 from ..partition import (COLOUR_WEIGHT, MODEL_WEIGHT, STROKE_AGREEMENT, embed,
                          round_eigenvectors, rounding_confidence, stroke_agreement)
-from ..appearance import ColourPalette, fit_label_models, label_posteriors
+from ..appearance import ColourPalette, LabelModels
 from ..appearance.locality import RADIUS, REACH, locality_weights, reach_posteriors
 from ..result import Segmentation
 from .base import n_vectors
@@ -193,6 +193,7 @@ class FastGE(GraphMethod):
         #: hierarchies from edit to edit.
         self.solver = GraphSolver.of(graph)
         self._palette: ColourPalette | None = None
+        self._models: LabelModels | None = None
         self._carried: tuple[tuple, np.ndarray] | None = None  # (file and labels, posteriors)
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
         self.answers = AnswerMemory()
@@ -295,6 +296,14 @@ class FastGE(GraphMethod):
             self._palette = ColourPalette.of(self.colours.lab)
         return self._palette
 
+    @property
+    def label_models(self) -> LabelModels:
+        """The labels' colour models on :attr:`palette`, kept from edit to edit and refitted
+        where a label's pixels changed (:class:`~segapp.appearance.LabelModels`)."""
+        if self._models is None:
+            self._models = LabelModels(self.palette, noise=self.colours.noise)
+        return self._models
+
     def _prior(self, cons: Constraints, learned: np.ndarray | None,
                timings: dict[str, float]) -> LabelPriors:
         """The labels' colour posteriors and the solve's prior made from them with ``reach``:
@@ -326,7 +335,7 @@ class FastGE(GraphMethod):
         if A is not None:
             scale = A.sum(0) / np.maximum(W.sum(0), 1e-12)
             W = A + W * np.maximum(scale, 1.0)
-        colour = label_posteriors(pal, fit_label_models(pal, W, noise=self.colours.noise))
+        colour = self.label_models.posteriors(W)
         reach = self.settings["reach"]
         solve = (reach_posteriors(colour, self.graph.shape, cons.sets, reach) if reach > 0
                  else colour)

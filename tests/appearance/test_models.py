@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from segapp.appearance import ColourPalette, fit_label_models, label_posteriors
 from segapp.appearance.mixture import fit_mixture
@@ -86,3 +87,90 @@ def test_bin_sums_add_each_labels_soft_weights_per_bin():
     for i in range(200):
         want[pal.index[i]] += w[i]
     np.testing.assert_allclose(got, want)
+
+
+def _sorted_palette(lab, widths=(1.0, 2.0, 2.0)):
+    """The palette by sorting (np.unique), as first written: the counting one must equal it."""
+    f = np.asarray(lab, np.float64)
+    c = f.shape[1]
+    q = np.floor((f - f.min(0)) / np.asarray(widths[:c])).astype(np.int64)
+    span = q.max(0) + 1
+    key = q[:, 0]
+    for j in range(1, c):
+        key = key * span[j] + q[:, j]
+    _, index, counts = np.unique(key, return_inverse=True, return_counts=True)
+    index = index.ravel()
+    colours = np.stack([np.bincount(index, f[:, j], counts.size) for j in range(c)], 1)
+    return colours / counts[:, None], index, counts
+
+
+@pytest.mark.parametrize("case", ["photo", "grey", "wide", "huge"])
+def test_the_palette_is_the_sorted_unique_bins_bit_for_bit(case):
+    """Bins ranked by counting (a photo's) or by sorting (a range of more than
+    _DENSE_KEYS possible bins) are np.unique's, to the last bit."""
+    rng = np.random.default_rng(7)
+    lab = {"photo": lambda: lab_colours(_picture()),
+           "grey": lambda: lab_colours(_picture())[:, :1],
+           "wide": lambda: rng.normal(0, 30, (5000, 3)),
+           "huge": lambda: rng.uniform(0, 1e5, (3000, 3))}[case]()
+    pal = ColourPalette.of(lab)
+    colours, index, counts = _sorted_palette(lab)
+    np.testing.assert_array_equal(pal.colours, colours)
+    np.testing.assert_array_equal(pal.index, index)
+    np.testing.assert_array_equal(pal.counts, counts)
+    assert pal.index.dtype == np.int32
+
+
+def _stroke_weights(pal, shape, strokes):
+    """(b, k) weights of label strokes given as lists of (row slice, column slice)."""
+    codes = np.full(shape, -1)
+    for a, boxes in enumerate(strokes):
+        for rows, cols in boxes:
+            codes[rows, cols] = a
+    return pal.bin_weights(codes.ravel(), len(strokes))
+
+
+def test_label_models_refit_only_the_label_whose_pixels_changed(monkeypatch):
+    """An edit history (strokes added, one undone) through one LabelModels gives, at every
+    step, the posteriors of fresh fits bit for bit, and fits only the labels whose weights
+    changed; an undo fits nothing."""
+    from segapp.appearance import models
+
+    img = _picture()
+    pal = ColourPalette.of(lab_colours(img).astype(np.float64))
+    noise = np.array([1.0, 0.5, 0.5])
+    s = np.s_
+    states = [
+        [[s[10:14, 5:15]], [s[20:24, 40:50]], [s[30:33, 20:28]]],
+        [[s[10:14, 5:15], s[2:4, 2:9]], [s[20:24, 40:50]], [s[30:33, 20:28]]],
+        [[s[10:14, 5:15], s[2:4, 2:9]], [s[20:24, 40:50], s[35:38, 50:58]], [s[30:33, 20:28]]],
+        [[s[10:14, 5:15], s[2:4, 2:9]], [s[20:24, 40:50]], [s[30:33, 20:28]]],   # undo
+    ]
+    fitted = []
+    real = models.fit_label_models
+    monkeypatch.setattr(models, "fit_label_models",
+                        lambda *a, **k: fitted.append(a[1].shape[1]) or real(*a, **k))
+    kept = models.LabelModels(pal, noise=noise)
+    calls = []
+    for strokes in states:
+        W = _stroke_weights(pal, (40, 60), strokes)
+        before = len(fitted)
+        got = kept.posteriors(W)
+        calls.append(len(fitted) - before)
+        want = label_posteriors(pal, real(pal, W, noise=noise))
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(models.LabelModels(pal, noise=noise).posteriors(W), got)
+    assert calls == [3, 1, 1, 0]
+
+
+def test_label_models_keep_a_bounded_number_of_fits():
+    from segapp.appearance.models import LabelModels
+
+    pal = ColourPalette.of(lab_colours(_picture()).astype(np.float64))
+    kept = LabelModels(pal)
+    for r in range(LabelModels.KEPT + 10):
+        codes = np.full(pal.n, -1)
+        codes[r * 10:r * 10 + 40] = 0
+        kept.fit(pal.bin_weights(codes, 1))
+    assert len(kept._fits) == LabelModels.KEPT
+    assert kept.fit(np.zeros((len(pal.colours), 1))) == [(None, None)]

@@ -538,3 +538,28 @@ def test_the_solve_takes_the_colour_posteriors_weighted_by_the_strokes_reach():
                 if reach else prior.colour)
         np.testing.assert_allclose(prior.solve, want)
         assert (np.abs(prior.solve - prior.colour).max() > 0.05) == (reach > 0)
+
+
+def test_the_colour_models_after_an_edit_history_are_a_fresh_methods():
+    """The labels' fits are kept between edits (appearance.LabelModels) under the exact
+    pixels they learn from: after strokes added and one undone, the prior and the answer are
+    a fresh method's for the same strokes, bit for bit."""
+    from segapp.strokes.constraints import build_constraints
+    from segapp.strokes.reading import read_strokes
+
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.05)
+    img[5:15, 5:20] = (0.3, 0.8, 0.3)
+    s[10, 10] = 3
+    more = s.copy()
+    more[30:32, 40:50] = 2
+    again = more.copy()
+    again[3:5, 40:45] = 1
+    method = FastGE.from_image(img, stable_refinement=False)
+    for state in (s, more, again, more):
+        method.update(state)
+    fresh = FastGE.from_image(img, stable_refinement=False)
+    old, new = (m._prior(build_constraints(read_strokes(more, m.graph.n), m.graph.degrees),
+                         None, {}) for m in (method, fresh))
+    assert len(method.label_models._fits) > 3             # fits of earlier strokes are kept
+    np.testing.assert_array_equal(old.colour, new.colour)
+    np.testing.assert_array_equal(method.update(more).labels, fresh.update(more).labels)
