@@ -28,7 +28,7 @@ from .inputs.checks import (as_float_image, as_numeric_array, check_callback, ch
                      check_label_map)
 from .options import WORKING_PIXELS, Settings
 from .inputs.refine import needs_refinement, refine as refine_edges
-from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
+from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image,
                          reduce_strokes, working_shape)
 from .result import Segmentation
 
@@ -176,9 +176,8 @@ class Session:
               settings: Settings) -> Segmentation:
         """The full answer: on the working copy, brought back to full resolution."""
         if self.working_shape != self.shape:
-            small, conf = reduce_strokes(s, self.working_shape, confidence)
-            return enlarge_result(self._method.run(small.astype(np.int64), cancel, conf,
-                                                   settings), s)
+            small, conf = _reduced(s, self.working_shape, confidence)
+            return enlarge_result(self._method.run(small, cancel, conf, settings), s)
         return self._method.run(s, cancel, confidence, settings)
 
     def _with_preview(self, s: np.ndarray, cancel: CancelToken, confidence: np.ndarray | None,
@@ -338,7 +337,7 @@ class Session:
             small_image = reduce_image(self._method_image, shape)
             self._preview_method = type(self._method).from_settings(small_image, self.settings)
         try:
-            small = reduce_map(s, self._preview_shape).astype(np.int64)
+            small, _ = _reduced(s, self._preview_shape)
             result = self._preview_method.run(small, cancel, None, settings)
         except SolverError:
             return None   # the full solve will say what went wrong
@@ -369,6 +368,15 @@ def _finish_preparations() -> None:
     if left:
         log.warning("segapp: %d background preparation(s) still running after %.0f s at exit",
                     len(left), EXIT_WAIT_S)
+
+
+def _reduced(s: np.ndarray, shape: tuple[int, int], confidence: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The strokes (and confidences) on a smaller grid (:func:`reduce_strokes`), as the
+    methods take them (int64): the caller's map above the working size keeps its own dtype
+    (12 MP: no 96 MB int64 copy), only the reduced one is converted."""
+    small, conf = reduce_strokes(s, shape, confidence)
+    return small.astype(np.int64, copy=False), conf
 
 
 def _area(shape: tuple[int, ...]) -> int:
