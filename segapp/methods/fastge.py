@@ -47,7 +47,7 @@ from ..strokes.constraints import Constraints, build_constraints
 from ..strokes.reading import Strokes
 from ..graphs import Graph
 from ..options import SEED, Option, Settings
-from ..partition.colour_model import strokes_differ_in_colour
+from ..partition.colour_model import ImageColours, strokes_differ_in_colour
 from ..partition import (COLOUR_WEIGHT, MODEL_WEIGHT, STROKE_AGREEMENT, embed,
                          round_eigenvectors, rounding_confidence, stroke_agreement)
 from ..appearance import ColourPalette, LabelModels
@@ -186,13 +186,17 @@ class FastGE(GraphMethod):
     prepares = True
     colours_ahead = True   # the first edit decides on the colour models from them
 
+    @classmethod
+    def from_colours(cls, colours: ImageColours) -> ColourPalette:
+        """The image's colours quantised once, beside the graph (:attr:`palette`)."""
+        return ColourPalette.of(colours.lab)
+
     def __init__(self, graph: Graph, settings: Settings | None = None, **options: Any) -> None:
         super().__init__(graph, settings, **options)
         #: The solve stage of this graph (:class:`~segapp.solve.GraphSolver`): it chooses and
         #: builds the eigensolver and the linear solver, and keeps their factors and
         #: hierarchies from edit to edit.
         self.solver = GraphSolver.of(graph)
-        self._palette: ColourPalette | None = None
         self._models: LabelModels | None = None
         self._carried: tuple[tuple, np.ndarray] | None = None  # (file and labels, posteriors)
         #: Earlier answers: stable refinement's tie-breaker and what undo gives back.
@@ -291,10 +295,9 @@ class FastGE(GraphMethod):
 
     @property
     def palette(self) -> ColourPalette:
-        """The image's colours quantised once (:class:`~segapp.appearance.ColourPalette`)."""
-        if self._palette is None:
-            self._palette = ColourPalette.of(self.colours.lab)
-        return self._palette
+        """The image's colours quantised once, with them (:class:`~segapp.appearance.ColourPalette`,
+        :meth:`from_colours`)."""
+        return self.colours_made
 
     @property
     def label_models(self) -> LabelModels:

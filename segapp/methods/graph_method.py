@@ -62,11 +62,23 @@ class GraphMethod(Method):
     colours_ahead: ClassVar[bool] = False
 
     @classmethod
+    def from_colours(cls, colours: ImageColours) -> Any:
+        """What the method makes of the image's colours once per image, computed with them
+        (beside the graph where :attr:`colours_ahead`) and kept in :attr:`colours_made`;
+        None here."""
+        return None
+
+    @classmethod
+    def _colour_work(cls, image: np.ndarray) -> tuple[ImageColours, Any]:
+        colours = ImageColours.of_image(image)
+        return colours, cls.from_colours(colours)
+
+    @classmethod
     def from_settings(cls, image: np.ndarray, settings: Settings) -> "GraphMethod":
         """Build the image graph (graph options of :func:`segapp.graphs.image.image_graph`), then the method."""
         t = time.perf_counter()
         # Per-image work that needs no weight or stroke, begun beside the graph's build.
-        colours = Ahead(ImageColours.of_image, image) if cls.colours_ahead else None
+        colours = Ahead(cls._colour_work, image) if cls.colours_ahead else None
         shape = image.shape[:2]
         analysis = (analysis_ahead(shape, graph_offsets(shape, settings["connectivity"],
                                                         settings["radius"]))
@@ -93,13 +105,19 @@ class GraphMethod(Method):
     def colours(self) -> ImageColours | None:
         """The pixels' colours (CIE Lab) and their noise when the method was built from an
         image, else None; kept for every edit. Computed beside the graph where the first
-        edit reads them (:attr:`colours_ahead`: 35–60 ms at 0.5 MP off its path), else when
-        first read."""
+        edit reads them (:attr:`colours_ahead`: 35–60 ms at 0.5 MP off its path), with what
+        the method makes of them (:meth:`from_colours`), else when first read."""
         if self._colours is None and self._image is not None:
             ahead, self._colours_ahead = self._colours_ahead, None
-            self._colours = (ahead.result() if ahead is not None
-                             else ImageColours.of_image(self._image))
+            self._colours, self._colours_made = (ahead.result() if ahead is not None
+                                                 else self._colour_work(self._image))
         return self._colours
+
+    @property
+    def colours_made(self) -> Any:
+        """:meth:`from_colours` of :attr:`colours` (None without an image)."""
+        self.colours
+        return self._colours_made
 
     @classmethod
     def from_data(cls, *, graph: sp.spmatrix | None = None, features: np.ndarray | None = None,
@@ -125,6 +143,7 @@ class GraphMethod(Method):
         self.graph = graph
         self._image: np.ndarray | None = None
         self._colours: ImageColours | None = None
+        self._colours_made: Any = None
         self._colours_ahead: Ahead | None = None
         self.shape = graph.shape
         self.n = graph.n

@@ -563,3 +563,20 @@ def test_the_colour_models_after_an_edit_history_are_a_fresh_methods():
     assert len(method.label_models._fits) > 3             # fits of earlier strokes are kept
     np.testing.assert_array_equal(old.colour, new.colour)
     np.testing.assert_array_equal(method.update(more).labels, fresh.update(more).labels)
+
+
+def test_the_palette_is_made_beside_the_graph_with_the_colours():
+    """Per-image work off the first edit's path: the colours' palette comes from the thread
+    that computes the colours while the graph is built, once."""
+    from segapp.appearance import ColourPalette
+    from segapp.methods import get
+
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.03)
+    settings = get("fastge").resolve({})
+    m = get("fastge").from_settings(img, settings)
+    ahead = m._colours_ahead
+    colours, palette = ahead.result()
+    assert isinstance(palette, ColourPalette) and m.palette is palette and m.colours is colours
+    np.testing.assert_array_equal(palette.index, ColourPalette.of(colours.lab).index)
+    m.update(s)
+    assert m.palette is palette
