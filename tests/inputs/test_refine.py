@@ -160,6 +160,28 @@ def test_the_strokes_dtype_does_not_change_the_edges(dtype):
     np.testing.assert_array_equal(got.labels, want.labels)
 
 
+def test_the_image_noise_is_estimated_once_per_session(monkeypatch):
+    """The TV filter's weight depends on the image only: one estimate per session, and the
+    edges equal those refined with the estimate made afresh."""
+    img, _ = disc_image(60, 80)
+    img = np.clip(img + np.random.default_rng(3).normal(0, 0.04, img.shape), 0, 1)
+    s = _disc_strokes(60, 80)
+    sess = segapp.Session(img, max_pixels=600)
+    sess.background = False
+    calls = []
+    original = R._noise
+    monkeypatch.setattr(R, "_noise", lambda f: calls.append(1) or original(f))
+    coarse = sess.update(s, refine=False)
+    first = sess.refine(coarse, s)
+    s2 = s.copy()
+    s2[40:43, 10:30] = 1
+    second = sess.refine(sess.update(s2, refine=False), s2)
+    assert len(calls) == 1
+    fresh = R.refine(coarse, sess.image, s, sess.settings)
+    np.testing.assert_array_equal(first.labels, fresh.labels)
+    assert len(calls) == 2 and second.refinement.applied
+
+
 def test_other_methods_are_not_refined():
     img, _ = disc_image(60, 80)
     s = _disc_strokes(60, 80)
