@@ -18,8 +18,8 @@ Per edit (:class:`LabelModels`) only the labels whose pixels changed are fitted 
 again — an added stroke changes one label — and the others' mixtures and log-densities per bin
 are kept under the exact weights they were fitted to, so the answer does not depend on the
 edit history. On the coffee sample at 0.25 MP with 5 labels an added stroke's colour models
-took a median 0.020–0.024 s in the app's edits where fitting and evaluating every label took
-0.17 s (load 3–6, CHANGELOG.md); most of what remains is gathering the (n, k) posteriors.
+took a median 0.013 s in the app's edits where fitting and evaluating every label took 0.117 s
+(load 1.3–1.7, CHANGELOG.md); most of what remains is gathering the (n, k) posteriors.
 """
 
 from __future__ import annotations
