@@ -24,12 +24,18 @@ def embed(X: np.ndarray, pencil: Pencil) -> tuple[np.ndarray, np.ndarray, np.nda
     Returns the row-normalised ``U`` (n × m), the row norms ``l`` and the column-normalised
     vectors before row normalisation (steps 1–7; what the heatmaps show).
     """
-    X = pencil.project(np.asarray(X, dtype=np.float64))
-    norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", X, pencil.B(X)), np.finfo(float).tiny))
-    X = X / norms
-    lengths = np.sqrt(np.einsum("ij,ij->i", X, X))
-    U = X / np.where(lengths > 0, lengths, 1.0)[:, None]
-    return U, lengths, X
+    X = np.asarray(X, dtype=np.float64)
+    d = pencil.degrees
+    V = X - (d @ X) / d.sum()                          # pencil.project, into the one copy
+    # xᵀ L_H x = xᵀ B x on dᵀx = 0 (segapp.solve.pencil): the diagonal part as one product
+    # with the squares, the cannot-link part on the stroke rows alone.
+    quad = (d @ (V * V)) / pencil.n
+    if pencil.cl is not None:
+        quad += pencil.cl.quadratic(V)
+    V /= np.sqrt(np.maximum(quad, np.finfo(float).tiny))
+    lengths = np.sqrt(np.einsum("ij,ij->i", V, V))
+    U = V / np.where(lengths > 0, lengths, 1.0)[:, None]
+    return U, lengths, V
 
 
 def embedding_potentials(V: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:

@@ -14,7 +14,7 @@ says why).
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy.cluster.vq import kmeans2, vq
@@ -25,6 +25,45 @@ from .sweep import PREVIOUS_GATE
 
 #: Rows used for the k-means restarts on large images.
 KMEANS_SAMPLE = 20_000
+
+
+def nearest_prototypes(X: np.ndarray, centres: np.ndarray, *, rows: np.ndarray | None = None,
+                       barred: np.ndarray | None = None) -> np.ndarray:
+    """Index of each row's nearest prototype, ``argmin_j ‖x − c_j‖² = argmin_j ‖c_j‖² − 2 xᵀc_j``.
+
+    ``barred`` (len(rows) × p, with ``rows``): prototypes those rows may not join. The row's
+    own ``‖x‖²`` is the same for every j and is dropped: the distances are one (p × m)·(m × N)
+    product laid out p × N, and the argmin a running minimum over the p rows of that (a few
+    contiguous passes; numpy's argmin along the short axis of an N × p array costs ~4× more,
+    :func:`scipy.cluster.vq.vq` ~2× on the 24K-row samples here). The expanded form rounds
+    differently from ``Σ (x − c)²`` by ~1e-16 (‖x‖² + ‖c‖²), which can only change the
+    nearest prototype of a row equidistant from two to that precision. Ties go to the first.
+    """
+    D = (-2.0 * centres) @ X.T
+    D += np.einsum("ij,ij->i", centres, centres)[:, None]
+    if rows is not None:
+        D[:, rows] = np.where(barred.T, np.inf, D[:, rows])
+    return _argmin_rows(D)
+
+
+def _argmin_rows(D: np.ndarray) -> np.ndarray:
+    """Row index of the smallest entry of each column of D (p × N), ties to the first.
+
+    A running minimum: where row j is strictly smaller than the rows before it, j is larger
+    than the index kept so far, so ``max(kept, j·[row j smaller])`` updates it without a
+    masked store (masked stores cost ~10× a comparison on 24K entries).
+    """
+    p, N = D.shape
+    best = D[0].copy()
+    nearest = np.zeros(N, np.min_scalar_type(max(p - 1, 0)))
+    smaller = np.empty(N, bool)
+    step = np.empty_like(nearest)
+    for j in range(1, p):
+        np.less(D[j], best, out=smaller)
+        np.minimum(best, D[j], out=best)
+        np.multiply(smaller, nearest.dtype.type(j), out=step)
+        np.maximum(nearest, step, out=nearest)
+    return nearest
 
 
 def _objective(U: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, float]:
@@ -138,8 +177,7 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
     best = None
     for _ in range(max_prototypes):
         centres = _lloyd_anchored(X, w, fixed_at, centres, owner, iterations, check)
-        nearest, _ = vq(X[fixed], centres, check_finite=False)
-        wrong = owner[nearest] != labels_of_fixed
+        wrong = owner[nearest_prototypes(X[fixed], centres)] != labels_of_fixed
         worst = max(np.mean(wrong[labels_of_fixed == a]) for a in range(k))
         if best is not None and worst >= best[0]:
             centres, owner = best[1], best[2]  # another prototype did not help: genuinely mixed
@@ -155,12 +193,13 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
                                                      weights=w[fixed][mine])])
             owner = np.append(owner, a)
     check()
-    nearest, _ = vq(U, centres, check_finite=False)
+    nearest, _ = vq(U, centres, check_finite=False)   # one pass over all rows: vq's C loop
     return owner[nearest].astype(np.int64), centres, owner
 
 
 def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray | None,
-                           *, objective: Callable[[np.ndarray], float] | None = None,
+                           *, objective: Callable[[Sequence[np.ndarray]], Sequence[float]]
+                           | None = None,
                            gate: float = PREVIOUS_GATE, rng: np.random.Generator | None = None,
                            cancel: CancelLike = None) -> np.ndarray:
     """:func:`anchored_kmeans` from the strokes and, after an edit, from the previous answer.
@@ -173,55 +212,83 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
     ``Σ_a Σ_{i ∈ a} ‖U_i − mean_a‖²`` wins, the stroke-seeded one on ties: Lloyd's iteration
     stops in a local optimum, and which of two nearby optima it reaches should not flip with
     every stroke (refinement stability, issue 10). With ``objective`` (FAST-GE's
-    :func:`ratio_cut`), the previous answer is used only if its objective is at most
-    ``gate`` × that of the stroke-seeded run (:data:`PREVIOUS_GATE`). Returns the label
-    index of every row.
+    :func:`ratio_cuts`: the objective of each of the partitions it is given, in one pass),
+    the previous answer is used only if its objective is at most ``gate`` × that of the
+    stroke-seeded run (:data:`PREVIOUS_GATE`). Returns the label index of every row.
+
+    The within-label sums of squares are compared through the between-label term:
+    ``Σ_a Σ_{i ∈ a} ‖U_i − mean_a‖² = Σ_i ‖U_i‖² − Σ_a ‖Σ_{i ∈ a} U_i‖² / |a|``, the first
+    term the same for both, so only the per-label sums matter — and those of the second run
+    are the first's moved by the rows whose label changed (none, most edits: then it is the
+    same partition, and the stroke-seeded one is kept).
     """
     k = len(sets)
     codes, _, _ = anchored_kmeans(U, sets, rng=rng, cancel=cancel)
     if previous is None:
         return codes
-    if objective is not None and objective(previous) > gate * objective(codes):
-        return codes
-    seeds = np.array([U[previous == a].mean(axis=0) for a in range(k)])
+    # The gate's objective reads the whole graph: it is asked last, only when the previous
+    # answer's run found a different partition that wins (the same answer as asking first).
+    UT = np.ascontiguousarray(U.T)                         # contiguous columns for bincount
+    mass, sums = _label_sums(UT, previous, k)
+    with np.errstate(invalid="ignore", divide="ignore"):   # an empty region: NaN, as .mean()
+        seeds = sums / mass[:, None]
     other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng, cancel=cancel)
-    if (_within_ss(U, other, k) < _within_ss(U, codes, k)
-            and stroke_agreement(other, sets).min() >= stroke_agreement(codes, sets).min()):
-        return other
-    return codes
+    moved = np.flatnonzero(other != codes)
+    if moved.size == 0:
+        return codes
+    mass, sums = _label_sums(UT, codes, k)
+    mass_o, sums_o = mass.copy(), sums.copy()
+    for sign, at in ((-1.0, codes[moved]), (1.0, other[moved])):
+        m_, s_ = _label_sums(UT[:, moved], at, k)
+        mass_o += sign * m_
+        sums_o += sign * s_
+    if (_between_ss(mass_o, sums_o) <= _between_ss(mass, sums)
+            or stroke_agreement(other, sets).min() < stroke_agreement(codes, sets).min()):
+        return codes
+    if objective is not None:
+        own, fresh = objective([previous, codes])
+        if own > gate * fresh:
+            return codes
+    return other
 
 
-def _within_ss(U: np.ndarray, codes: np.ndarray, k: int) -> float:
-    """Within-cluster sum of squares of a partition (each cluster around its mean)."""
+def _label_sums(UT: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row count (k,) and row sum (k × m) over each label of ``codes`` (0..k−1) of the rows
+    whose columns are the rows of ``UT`` (m × n)."""
     mass = np.bincount(codes, minlength=k).astype(float)
-    sums = np.stack([np.bincount(codes, weights=U[:, j], minlength=k) for j in range(U.shape[1])],
-                    axis=1)
-    means = sums / np.maximum(mass, 1.0)[:, None]
-    return float(np.einsum("ij,ij->", U, U) - np.einsum("a,aj,aj->", mass, means, means))
+    sums = np.stack([np.bincount(codes, weights=column, minlength=k) for column in UT], axis=1)
+    return mass, sums
+
+
+def _between_ss(mass: np.ndarray, sums: np.ndarray) -> float:
+    """``Σ_a ‖sums_a‖² / mass_a`` (empty labels add nothing): the part of the within-label
+    sum of squares that depends on the partition, with the opposite sign."""
+    return float(np.sum(np.einsum("aj,aj->a", sums, sums) / np.maximum(mass, 1.0)))
 
 
 def _lloyd_anchored(X: np.ndarray, w: np.ndarray, fixed_at: np.ndarray, centres: np.ndarray,
                     owner: np.ndarray, iterations: int, check: Callable[[], None]) -> np.ndarray:
-    """Lloyd's iteration with rows of ``fixed_at[i] = a ≥ 0`` restricted to label a's prototypes."""
-    centres = centres.copy()
+    """Lloyd's iteration with rows of ``fixed_at[i] = a ≥ 0`` restricted to label a's prototypes.
+
+    A stroke row's distances to the other labels' prototypes are ∞ (it joins the nearest of
+    its own label's, ties to the first, as a second :func:`vq` among them gave), and the
+    weighted means are :func:`numpy.bincount` sums of the columns of ``w ∘ X``, laid out
+    contiguously once: a few passes per iteration, no per-prototype masks.
+    """
+    centres = np.array(centres, dtype=float)
+    p = centres.shape[0]
+    fixed = np.flatnonzero(fixed_at >= 0)
+    barred = owner[None, :] != fixed_at[fixed][:, None]      # (stroke rows, prototypes)
+    WX = np.ascontiguousarray((w[:, None] * X).T)            # m × N
     codes = None
-    fixed = fixed_at >= 0
     for _ in range(iterations):
         check()
-        new, _ = vq(X, centres, check_finite=False)
-        bad = fixed & (owner[new] != fixed_at)
-        for a in np.unique(fixed_at[bad]):
-            own = np.flatnonzero(owner == a)
-            rows = np.flatnonzero(bad & (fixed_at == a))
-            sub, _ = vq(X[rows], centres[own], check_finite=False)
-            new[rows] = own[sub]
+        new = nearest_prototypes(X, centres, rows=fixed, barred=barred)
         if codes is not None and np.array_equal(new, codes):
             break
-        codes = new
-        mass = np.bincount(codes, weights=w, minlength=len(centres))
-        for j in np.flatnonzero(mass > 0):
-            sel = codes == j
-            centres[j] = (w[sel, None] * X[sel]).sum(axis=0) / mass[j]
+        codes = new.astype(np.intp)                          # what bincount indexes with
+        mass = np.bincount(codes, weights=w, minlength=p)
+        live = mass > 0                                      # an emptied prototype stays put
+        for j, column in enumerate(WX):
+            centres[live, j] = np.bincount(codes, weights=column, minlength=p)[live] / mass[live]
     return centres
-
-

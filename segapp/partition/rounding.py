@@ -21,7 +21,7 @@ from .embedding import embed
 from .kmeans import stable_anchored_kmeans
 from .labels import STROKE_AGREEMENT, stroke_agreement
 from .model_cost import MODEL_WEIGHT, model_costs
-from .sweep import ratio_cut, sweep_cut
+from .sweep import ratio_cuts, sweep_cut
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
     from ..solve.pencil import Pencil
@@ -80,7 +80,7 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
             codes = None  # the best ratio cut does not separate the strokes: use k-means
     if codes is None:
         codes = stable_anchored_kmeans(U, cons.sets, before,
-                                       objective=lambda c: ratio_cut(c, pencil, cons),
+                                       objective=lambda cs: ratio_cuts(cs, pencil, cons),
                                        rng=np.random.default_rng(seed), cancel=cancel)
     # A click cut off alone (shrinking bias): its region from the potentials (issue 22).
     codes = reround_degenerate(codes, V, pencil, cons)

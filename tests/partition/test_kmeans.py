@@ -90,7 +90,7 @@ def test_stable_anchored_kmeans_keeps_the_previous_optimum_when_it_is_better():
     # the gate: a previous answer far worse in the method's objective than the fresh one is
     # not a tie to break (an objective by hand: the right optimum 40× dearer, then 20×)
     def dearer(factor):
-        return lambda c: factor if np.array_equal(c, right) else 1.0
+        return lambda cs: [factor if np.array_equal(c, right) else 1.0 for c in cs]
     np.testing.assert_array_equal(
         stable_anchored_kmeans(U, sets, right, objective=dearer(40.0), gate=30.0), free)
     np.testing.assert_array_equal(
