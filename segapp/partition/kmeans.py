@@ -17,6 +17,7 @@ import warnings
 from typing import Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2, vq
 
 from ..cancel import CancelLike, CancelToken
@@ -194,7 +195,9 @@ def anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], *,
             owner = np.append(owner, a)
     check()
     nearest, _ = vq(U, centres, check_finite=False)   # one pass over all rows: vq's C loop
-    return owner[nearest].astype(np.int64), centres, owner
+    if len(owner) > k:                                 # else prototype j is label j's
+        nearest = owner[nearest]
+    return nearest.astype(np.int64), centres, owner
 
 
 def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray | None,
@@ -228,20 +231,16 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
         return codes
     # The gate's objective reads the whole graph: it is asked last, only when the previous
     # answer's run found a different partition that wins (the same answer as asking first).
-    UT = np.ascontiguousarray(U.T)                         # contiguous columns for bincount
-    mass, sums = _label_sums(UT, previous, k)
+    mass_p, sums_p = _label_sums(U, previous, k)
     with np.errstate(invalid="ignore", divide="ignore"):   # an empty region: NaN, as .mean()
-        seeds = sums / mass[:, None]
+        seeds = sums_p / mass_p[:, None]
     other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng, cancel=cancel)
-    moved = np.flatnonzero(other != codes)
-    if moved.size == 0:
+    if np.array_equal(other, codes):
         return codes
-    mass, sums = _label_sums(UT, codes, k)
-    mass_o, sums_o = mass.copy(), sums.copy()
-    for sign, at in ((-1.0, codes[moved]), (1.0, other[moved])):
-        m_, s_ = _label_sums(UT[:, moved], at, k)
-        mass_o += sign * m_
-        sums_o += sign * s_
+    # Both partitions' per-label sums from the previous answer's, moved by the rows whose
+    # label differs from it (a few per cent of the rows).
+    mass, sums = _moved_sums(U, previous, codes, mass_p, sums_p)
+    mass_o, sums_o = _moved_sums(U, codes, other, mass, sums)
     if (_between_ss(mass_o, sums_o) <= _between_ss(mass, sums)
             or stroke_agreement(other, sets).min() < stroke_agreement(codes, sets).min()):
         return codes
@@ -252,12 +251,27 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
     return other
 
 
-def _label_sums(UT: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row count (k,) and row sum (k × m) over each label of ``codes`` (0..k−1) of the rows
-    whose columns are the rows of ``UT`` (m × n)."""
+def _label_sums(U: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row count (k,) and row sum (k × m) of U over each label of ``codes`` (0..k−1).
+
+    The sums are ``Pᵀ U`` with the assignment's indicator matrix ``P`` held sparse (one entry
+    per row): one sequential pass over U, in row order as :func:`numpy.bincount` adds (the
+    same sums), without a strided copy per column (2× faster at 250K × 4).
+    """
+    n = codes.shape[0]
     mass = np.bincount(codes, minlength=k).astype(float)
-    sums = np.stack([np.bincount(codes, weights=column, minlength=k) for column in UT], axis=1)
-    return mass, sums
+    P = sp.csc_matrix((np.ones(n), codes, np.arange(n + 1)), shape=(k, n))
+    return mass, np.asarray(P @ U)
+
+
+def _moved_sums(U: np.ndarray, before: np.ndarray, after: np.ndarray, mass: np.ndarray,
+                sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_label_sums` of ``after`` from those of ``before``: only the rows that moved."""
+    moved = np.flatnonzero(before != after)
+    k = len(mass)
+    gone_m, gone_s = _label_sums(U[moved], before[moved], k)
+    come_m, come_s = _label_sums(U[moved], after[moved], k)
+    return mass - gone_m + come_m, sums - gone_s + come_s
 
 
 def _between_ss(mass: np.ndarray, sums: np.ndarray) -> float:
@@ -270,25 +284,34 @@ def _lloyd_anchored(X: np.ndarray, w: np.ndarray, fixed_at: np.ndarray, centres:
                     owner: np.ndarray, iterations: int, check: Callable[[], None]) -> np.ndarray:
     """Lloyd's iteration with rows of ``fixed_at[i] = a ≥ 0`` restricted to label a's prototypes.
 
-    A stroke row's distances to the other labels' prototypes are ∞ (it joins the nearest of
-    its own label's, ties to the first, as a second :func:`vq` among them gave), and the
-    weighted means are :func:`numpy.bincount` sums of the columns of ``w ∘ X``, laid out
-    contiguously once: a few passes per iteration, no per-prototype masks.
+    Laid out for few dimensions and prototypes (m, p ≲ 10) and many rows: the distances
+    ``‖c_j‖² − 2 xᵀc_j`` of all rows are one product ``[−2C ‖c‖²]·[X 1]ᵀ`` (p × N), a stroke
+    row's distances to the other labels' prototypes are made ∞ (it joins the nearest of its
+    own label's, ties to the first), and the weighted sums and masses of all prototypes
+    are one product of the assignment's indicator rows with ``[w∘X w]``. About a dozen
+    numpy calls per iteration, none per prototype.
     """
     centres = np.array(centres, dtype=float)
-    p = centres.shape[0]
+    p, N = centres.shape[0], X.shape[0]
     fixed = np.flatnonzero(fixed_at >= 0)
-    barred = owner[None, :] != fixed_at[fixed][:, None]      # (stroke rows, prototypes)
-    WX = np.ascontiguousarray((w[:, None] * X).T)            # m × N
+    penalty = np.where(owner[:, None] != fixed_at[fixed][None, :], np.inf, 0.0)   # p × t
+    # the sample's stroke rows come last: a slice then, not a gather
+    tail = slice(N - fixed.size, N) if fixed.size and fixed[0] == N - fixed.size else fixed
+    XA = np.vstack([X.T, np.ones(N)])                        # (m + 1) × N
+    WA = np.hstack([w[:, None] * X, w[:, None]])             # N × (m + 1)
+    prototype = np.arange(p, dtype=np.min_scalar_type(max(p - 1, 0)))[:, None]
+    member = np.empty((p, N))
     codes = None
     for _ in range(iterations):
         check()
-        new = nearest_prototypes(X, centres, rows=fixed, barred=barred)
+        D = np.hstack([-2.0 * centres, np.einsum("ij,ij->i", centres, centres)[:, None]]) @ XA
+        D[:, tail] += penalty
+        new = _argmin_rows(D)
         if codes is not None and np.array_equal(new, codes):
             break
-        codes = new.astype(np.intp)                          # what bincount indexes with
-        mass = np.bincount(codes, weights=w, minlength=p)
-        live = mass > 0                                      # an emptied prototype stays put
-        for j, column in enumerate(WX):
-            centres[live, j] = np.bincount(codes, weights=column, minlength=p)[live] / mass[live]
+        codes = new
+        np.equal(codes[None, :], prototype, out=member)
+        sums = member @ WA                                   # p × (m + 1): Σ w x, Σ w
+        live = sums[:, -1] > 0                               # an emptied prototype stays put
+        centres[live] = sums[live, :-1] / sums[live, -1:]
     return centres
