@@ -301,10 +301,13 @@ def _lloyd_anchored(X: np.ndarray, w: np.ndarray, fixed_at: np.ndarray, centres:
     WA = np.hstack([w[:, None] * X, w[:, None]])             # N × (m + 1)
     prototype = np.arange(p, dtype=np.min_scalar_type(max(p - 1, 0)))[:, None]
     member = np.empty((p, N))
+    CA = np.empty((p, X.shape[1] + 1))                      # [−2C ‖c‖²]
     codes = None
     for _ in range(iterations):
         check()
-        D = np.hstack([-2.0 * centres, np.einsum("ij,ij->i", centres, centres)[:, None]]) @ XA
+        np.multiply(centres, -2.0, out=CA[:, :-1])
+        np.einsum("ij,ij->i", centres, centres, out=CA[:, -1])
+        D = CA @ XA
         D[:, tail] += penalty
         new = _argmin_rows(D)
         if codes is not None and np.array_equal(new, codes):
