@@ -102,9 +102,11 @@ def region_cuts(L: sp.spmatrix, partitions: Sequence[np.ndarray], k: int) -> np.
     """
     L = sp.csr_matrix(L)
     q, n = len(partitions), L.shape[0]
-    code = np.zeros(n, np.min_scalar_type(k ** q - 1))
-    for codes in reversed(partitions):
-        code = code * code.dtype.type(k) + np.asarray(codes).astype(code.dtype)
+    if k ** q > 2 ** 63:                                     # not one integer: one at a time
+        return np.vstack([region_cuts(L, [codes], k) for codes in partitions])
+    code = np.zeros(n, np.min_scalar_type(k ** q - 1))     # Σ_p codes_p k^p
+    for p, codes in enumerate(partitions):
+        code += np.asarray(codes).astype(code.dtype) * code.dtype.type(k ** p)
     here = np.repeat(code, np.diff(L.indptr))               # the row's packed labels
     there = np.take(code, L.indices)                        # the column's
     joins = np.flatnonzero(here != there)
