@@ -48,20 +48,21 @@ def nearest_prototypes(X: np.ndarray, centres: np.ndarray, *, rows: np.ndarray |
 
 
 def _argmin_rows(D: np.ndarray) -> np.ndarray:
-    """Row index of the smallest entry of each column of D (p × N), ties to the first.
+    """Row index of the smallest entry of each column of D (p × N), ties to the first, NaN
+    never (a prototype seeded from an empty region).
 
     A running minimum: where row j is strictly smaller than the rows before it, j is larger
     than the index kept so far, so ``max(kept, j·[row j smaller])`` updates it without a
     masked store (masked stores cost ~10× a comparison on 24K entries).
     """
     p, N = D.shape
-    best = D[0].copy()
+    best = np.where(np.isnan(D[0]), np.inf, D[0])   # a NaN is never nearest (as in vq)
     nearest = np.zeros(N, np.min_scalar_type(max(p - 1, 0)))
     smaller = np.empty(N, bool)
     step = np.empty_like(nearest)
     for j in range(1, p):
         np.less(D[j], best, out=smaller)
-        np.minimum(best, D[j], out=best)
+        np.fmin(best, D[j], out=best)
         np.multiply(smaller, nearest.dtype.type(j), out=step)
         np.maximum(nearest, step, out=nearest)
     return nearest

@@ -118,6 +118,9 @@ def test_argmin_rows_is_numpy_argmin_ties_to_the_first(seed, p, N):
     D = rng.integers(0, 3, (p, N)).astype(float)
     D[rng.random((p, N)) < 0.1] = np.inf
     np.testing.assert_array_equal(_argmin_rows(D), np.argmin(D, axis=0))
+    D[rng.random((p, N)) < 0.2] = np.nan                # never nearest while a number is
+    want = np.argmin(np.where(np.isnan(D), np.inf, D), axis=0)
+    np.testing.assert_array_equal(_argmin_rows(D), want)
 
 
 @settings(max_examples=60, deadline=None)
