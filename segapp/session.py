@@ -28,7 +28,7 @@ from .inputs.checks import (as_float_image, as_numeric_array, check_callback, ch
                      check_label_map)
 from .options import WORKING_PIXELS, Settings
 from .inputs.refine import needs_refinement, refine as refine_edges
-from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image, reduce_map,
+from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image,
                          reduce_strokes, working_shape)
 from .result import Segmentation
 
@@ -39,6 +39,10 @@ PREVIEW_PIXELS = 60_000
 #: are waited for after they were cancelled: a factorization runs to its end once started
 #: (≤ 5 s at the direct solver's 4M px on 2 cores, 1.5 s at the app's 0.5 MP).
 EXIT_WAIT_S = 10.0
+#: After an answer whose edges the caller sharpens itself (``update(refine=False)``, as the
+#: app does), the next edit's preparation waits for :meth:`Session.refine` to end, at most
+#: this long (a caller that never refines loses no more).
+SHARPEN_WAIT_S = 10.0
 
 log = logging.getLogger("segapp")
 
@@ -100,6 +104,7 @@ class Session:
         #: result's diagnostics and logged; None when nothing did).
         self.background_error: str | None = None
         self.closed = False
+        self._sharpened: threading.Event | None = None   # set when refine() has ended
 
     @property
     def setup_options(self) -> dict[str, Any]:
@@ -169,16 +174,18 @@ class Session:
             notes.append(f"the background work after the previous edit failed: {failed}")
         self.revision += 1
         if self.background:
-            self._start_preparing()
+            # An answer whose edges the caller will sharpen (refine=False): the preparation
+            # for the next edit waits for that first (what the person looks at comes first).
+            self._sharpened = threading.Event() if needs_refinement(result) else None
+            self._start_preparing(self._sharpened)
         return result
 
     def _full(self, s: np.ndarray, cancel: CancelToken, confidence: np.ndarray | None,
               settings: Settings) -> Segmentation:
         """The full answer: on the working copy, brought back to full resolution."""
         if self.working_shape != self.shape:
-            small, conf = reduce_strokes(s, self.working_shape, confidence)
-            return enlarge_result(self._method.run(small.astype(np.int64), cancel, conf,
-                                                   settings), s)
+            small, conf = _reduced(s, self.working_shape, confidence)
+            return enlarge_result(self._method.run(small, cancel, conf, settings), s)
         return self._method.run(s, cancel, confidence, settings)
 
     def _with_preview(self, s: np.ndarray, cancel: CancelToken, confidence: np.ndarray | None,
@@ -234,9 +241,17 @@ class Session:
         """
         if not needs_refinement(result):
             return result
-        s = check_label_map(scribbles, self.shape)
-        with threadpool_limits(limits=1, user_api="blas"):
-            return refine_edges(result, self.image, s, self.settings, CancelToken.of(cancel))
+        # the edges read the strokes only by comparison and lookup: the caller's dtype serves
+        # (a 12 MP int64 copy cost 16 ms of every refinement)
+        s = check_label_map(scribbles, self.shape, keep_dtype=True)
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):
+                return refine_edges(result, self.image, s, self.settings,
+                                    CancelToken.of(cancel))
+        finally:
+            sharpened = self._sharpened
+            if sharpened is not None:
+                sharpened.set()       # done or given up: the next edit's preparation goes on
 
     # -- work for the next edit ------------------------------------------------------------
     def prepare(self, cancel: CancelLike = None) -> None:
@@ -252,7 +267,11 @@ class Session:
         """
         self._method.prepare_next(CancelToken.of(cancel))
 
-    def _start_preparing(self) -> None:
+    def _start_preparing(self, after: threading.Event | None = None) -> None:
+        """Prepare the next edit in a thread (:meth:`prepare`), once ``after`` is set (the
+        working answer's edges sharpened by :meth:`refine`) or :data:`SHARPEN_WAIT_S` has
+        passed: on two cores, the refinement, the window drawing its answer and a
+        factorization beside them took turns, and the sharp answer came last."""
         if not self._method.prepares:
             return
         previous, stop_previous = self._preparing, self._prepare_stop
@@ -267,6 +286,10 @@ class Session:
             try:
                 if previous is not None:   # one preparation at a time, in order
                     previous.join()
+                end = time.perf_counter() + SHARPEN_WAIT_S
+                while (after is not None and not cancelled() and not after.wait(0.05)
+                       and time.perf_counter() < end):
+                    pass
                 if not cancelled():
                     self.prepare(cancelled)
             except Cancelled:
@@ -338,7 +361,7 @@ class Session:
             small_image = reduce_image(self._method_image, shape)
             self._preview_method = type(self._method).from_settings(small_image, self.settings)
         try:
-            small = reduce_map(s, self._preview_shape).astype(np.int64)
+            small, _ = _reduced(s, self._preview_shape)
             result = self._preview_method.run(small, cancel, None, settings)
         except SolverError:
             return None   # the full solve will say what went wrong
@@ -369,6 +392,15 @@ def _finish_preparations() -> None:
     if left:
         log.warning("segapp: %d background preparation(s) still running after %.0f s at exit",
                     len(left), EXIT_WAIT_S)
+
+
+def _reduced(s: np.ndarray, shape: tuple[int, int], confidence: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The strokes (and confidences) on a smaller grid (:func:`reduce_strokes`), as the
+    methods take them (int64): the caller's map above the working size keeps its own dtype
+    (12 MP: no 96 MB int64 copy), only the reduced one is converted."""
+    small, conf = reduce_strokes(s, shape, confidence)
+    return small.astype(np.int64, copy=False), conf
 
 
 def _area(shape: tuple[int, ...]) -> int:

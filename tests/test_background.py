@@ -344,3 +344,50 @@ def test_answers_under_random_timings_equal_fresh_solves(monkeypatch):
         th.join(240)
     assert not any(th.is_alive() for th in threads)
     assert checked[0] == 40 and not errors, errors
+
+
+def _prepare_times(monkeypatch, sess: segapp.Session) -> list[float]:
+    times: list[float] = []
+    original = sess.prepare
+
+    def prepare(cancel=None):
+        times.append(time.perf_counter())
+        return original(cancel)
+
+    monkeypatch.setattr(sess, "prepare", prepare)
+    return times
+
+
+def test_the_next_edits_preparation_waits_for_the_edges_to_be_sharpened(monkeypatch):
+    """A working answer given back unrefined (refine=False, as the app does): the
+    preparation of the next edit starts once Session.refine has ended, not beside it."""
+    img, s = blocks((80, 100)), strokes((80, 100))
+    sess = segapp.Session(img, max_pixels=2000)
+    times = _prepare_times(monkeypatch, sess)
+    first = sess.update(s, refine=False)
+    assert sess.needs_refinement(first)
+    time.sleep(0.4)
+    assert times == []                       # waiting for the sharpening
+    t = time.perf_counter()
+    sess.refine(first, s)
+    sess.wait_prepared()
+    assert len(times) == 1 and times[0] >= t
+    times.clear()
+    s2 = s.copy()
+    s2[60, 60:80] = 2
+    sess.update(s2)                          # refined inside update: prepared at once
+    sess.wait_prepared()
+    assert len(times) == 1
+    sess.close(timeout=None)
+
+
+def test_a_caller_that_never_sharpens_gets_its_preparation_after_the_wait(monkeypatch):
+    monkeypatch.setattr(segapp.session, "SHARPEN_WAIT_S", 0.3)
+    img, s = blocks((80, 100)), strokes((80, 100))
+    sess = segapp.Session(img, max_pixels=2000)
+    times = _prepare_times(monkeypatch, sess)
+    t = time.perf_counter()
+    sess.update(s, refine=False)
+    sess.wait_prepared()
+    assert len(times) == 1 and times[0] - t >= 0.3
+    sess.close(timeout=None)

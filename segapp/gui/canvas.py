@@ -80,6 +80,16 @@ class BufferItem(QGraphicsItem):
             painter.drawImage(r, self.buffer.image, r)
 
 
+def _pixmap(image: QImage | None) -> QPixmap:
+    """A layer's pixmap sharing ``image``'s pixels. Without ``NoOpaqueDetection`` Qt scans
+    every pixel of a premultiplied image for alpha and, all opaque (every pixel labelled: the
+    layer's opacity is the item's), converts it to RGB32: 45 ms of the GUI thread per answer
+    at 12 MP; with it, the pixmap is made at once."""
+    if image is None:
+        return QPixmap()
+    return QPixmap.fromImage(image, Qt.ImageConversionFlag.NoOpaqueDetection)
+
+
 class Canvas(QGraphicsView):
     """Shows an image with its layers and turns mouse drags into model strokes.
 
@@ -207,7 +217,7 @@ class Canvas(QGraphicsView):
 
         It is drawn at :meth:`AppState.overlay_opacity`, the opacity the exported overlay uses.
         """
-        self._overlay_item.setPixmap(QPixmap() if image is None else QPixmap.fromImage(image))
+        self._overlay_item.setPixmap(_pixmap(image))
         self._apply_opacity()
 
     @property
@@ -219,7 +229,7 @@ class Canvas(QGraphicsView):
 
         It is drawn opaque and the segmentation colours are hidden under it: blended with them
         (and the photo) its blue-white-red scale could not be read. The strokes stay on top."""
-        self._heat_item.setPixmap(QPixmap() if image is None else QPixmap.fromImage(image))
+        self._heat_item.setPixmap(_pixmap(image))
         self._heat_item.setVisible(image is not None)
         self._overlay_item.setVisible(image is None and self.state.show_overlay)
 

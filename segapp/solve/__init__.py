@@ -184,8 +184,7 @@ def analysis_ahead(shape: tuple[int, int], offsets: list[tuple[int, int]]) -> Ah
     usable CHOLMOD, a grid of fewer than two pixels)."""
     from ..graphs.image import grid_pattern
 
-    n = int(shape[0]) * int(shape[1])
-    if not 2 <= n <= direct.MAX_FACTORED_PIXELS or not direct.available():
+    if not direct.serves(int(shape[0]) * int(shape[1])):
         return None
     return Ahead(lambda: direct.GridAnalysis(grid_pattern(shape, offsets), shape,
                                             offsets_reach(offsets)), name="segapp-analysis")
@@ -254,7 +253,7 @@ class GraphSolver:
         if self._analysis is not None or self.grid is None:
             return False
         if ahead is None:
-            if self.n > direct.MAX_FACTORED_PIXELS or not direct.available():
+            if not direct.serves(self.n):
                 return False
             ahead = Ahead(direct.GridAnalysis, self.laplacian, *self.grid,
                           name="segapp-analysis")

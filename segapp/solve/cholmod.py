@@ -44,6 +44,20 @@ only if
 
 A library that fails is refused with its reason (:func:`unavailable_reason`), never used.
 
+OpenMP
+------
+CHOLMOD 3 and 4 (SuiteSparse 5–6) open OpenMP parallel regions of a fixed team size
+(``num_threads(CHOLMOD_OMP_NUM_THREADS)``, 4 in Debian's build) around small loops inside the
+supernodal factorization (clearing, zeroing and scattering into each supernode, one region
+per supernode or update). On two cores, beside other work, their fork/join and the team's
+spinning cost more than the loops: the numeric factorization of a 250K-px grid took 0.73–0.76 s
+(0.83 s of processor time) with CHOLMOD 3.0.14 on one BLAS thread, and 0.43 s (0.55 s) with
+those regions run by the calling thread alone — as fast as CHOLMOD 5.3.1, whose regions open
+only above a work threshold (``chunk``). So a factorization with CHOLMOD 3 or 4 runs with the
+calling thread's OpenMP settings at one thread, dynamic (:func:`_openmp_serial`; the
+runtime is the one the library loaded, found with ``RTLD_NOLOAD``), restored after the call;
+the dense work keeps its BLAS threads.
+
 Licence: CHOLMOD is LGPL-2.1+ (its Supernodal module GPL-2+); CVXOPT is GPL-3+. segapp does
 not ship or link either at build time: it opens a library that is installed, and falls back
 to its iterative solver when none is (:func:`available`).
@@ -51,6 +65,7 @@ to its iterative solver when none is (:func:`available`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import glob
@@ -155,6 +170,8 @@ class Library:
     layout: Layout
     source: str                                   # "SEGAPP_CHOLMOD", "system" or "pip (cvxopt)"
     cdll: ctypes.CDLL = field(repr=False, compare=False)
+    #: The OpenMP runtimes whose regions a factorization runs serially (module doc, OpenMP).
+    openmp: tuple[ctypes.CDLL, ...] = field(default=(), repr=False, compare=False)
 
     def describe(self) -> str:
         """E.g. ``CHOLMOD 3.0.14 (system: /usr/lib/x86_64-linux-gnu/libcholmod.so.3)``."""
@@ -284,11 +301,57 @@ def check_library(cdll: ctypes.CDLL, path: str, source: str = "system",
         _declare(cdll)
     except AttributeError as exc:
         return None, f"{name} (CHOLMOD {vs}) lacks a call segapp uses: {exc}"
-    lib = Library(path, v, layout, source, cdll)
+    lib = Library(path, v, layout, source, cdll, _fine_grained_openmp(v))
     reason = _check_common(lib) or _self_test(lib)
     if reason:
         return None, f"{name} (CHOLMOD {vs}) refused with the {layout.name} layout: {reason}"
     return lib, ""
+
+
+#: OpenMP runtimes a libcholmod may have loaded (its build's own; none is loaded here).
+_OPENMP_RUNTIMES = ("libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so",
+                    "libgomp.1.dylib", "libomp.dylib")
+
+
+def _fine_grained_openmp(version: tuple[int, int, int]) -> tuple[ctypes.CDLL, ...]:
+    """The OpenMP runtimes already in the process when CHOLMOD 3 or 4 is (module doc,
+    OpenMP): those whose per-thread settings :func:`_openmp_serial` sets. None for CHOLMOD 5,
+    or where the loader cannot look up a library without loading it."""
+    noload = getattr(os, "RTLD_NOLOAD", None)
+    if version[0] >= 5 or noload is None:
+        return ()
+    found = []
+    for name in _OPENMP_RUNTIMES:
+        try:
+            rt = ctypes.CDLL(name, mode=noload | ctypes.RTLD_LOCAL)
+            rt.omp_get_dynamic.restype = c_int
+            rt.omp_get_max_threads.restype = c_int
+            rt.omp_set_dynamic.argtypes = [c_int]
+            rt.omp_set_num_threads.argtypes = [c_int]
+        except (OSError, AttributeError):
+            continue
+        found.append(rt)
+    return tuple(found)
+
+
+@contextlib.contextmanager
+def _openmp_serial(runtimes: tuple[ctypes.CDLL, ...]):
+    """Within: OpenMP regions opened by this thread run on it alone (module doc, OpenMP).
+
+    ``dyn-var`` on and ``nthreads-var`` 1 bound even a region's ``num_threads`` clause: a
+    dynamic runtime may give a region fewer threads, and libgomp gives at most
+    ``nthreads-var``. Both are per-thread settings, restored on the way out (a caller's own
+    OpenMP code after a ``segment`` call keeps its threads)."""
+    saved = [(rt, rt.omp_get_dynamic(), rt.omp_get_max_threads()) for rt in runtimes]
+    for rt, _dyn, _n in saved:
+        rt.omp_set_dynamic(1)
+        rt.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        for rt, dyn, n in saved:
+            rt.omp_set_num_threads(n)
+            rt.omp_set_dynamic(dyn)
 
 
 def _check_common(lib: Library) -> str | None:
@@ -464,7 +527,7 @@ class Factor:
         Raises :class:`~segapp.errors.SolverError` if the matrix is not positive definite.
         """
         data = np.ascontiguousarray(data, dtype=np.float64)
-        with self._lock:
+        with self._lock, _openmp_serial(self.library.openmp):
             A = self._sparse(data)
             self.factored = False
             ok = self._lib.cholmod_factorize(ctypes.byref(A), self._factor, self._common)

@@ -123,6 +123,12 @@ def available() -> bool:
     return cholmod.available()
 
 
+def serves(n: int) -> bool:
+    """Whether the direct solver can serve a pixel grid of ``n`` pixels: at least two, at
+    most :data:`MAX_FACTORED_PIXELS`, and :func:`available`."""
+    return 2 <= n <= MAX_FACTORED_PIXELS and available()
+
+
 def unavailable_reason() -> str:
     """Why :func:`available` is False, in words a person can act on."""
     return f"no usable CHOLMOD: {cholmod.unavailable_reason() or 'it cannot be loaded'}"

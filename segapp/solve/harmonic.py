@@ -195,8 +195,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
     comes with it bound (:func:`functools.partial`).
     """
     check = cancel.check
-    colnorm = _column_norms
-    bnorm = colnorm(b)
+    bnorm = _column_norms(b)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
     if x0 is None:
         x = np.zeros_like(b)
@@ -204,7 +203,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
     else:
         x = np.array(x0, dtype=np.float64)
         r = b - A @ x
-    rel = colnorm(r) / bnorm
+    rel = _column_norms(r) / bnorm
     if np.all(rel <= tol):
         return x, 0, rel
     z = M(r)
@@ -222,7 +221,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
         x += z
         np.multiply(Ap, alpha, out=Ap)
         r -= Ap
-        rel = colnorm(r) / bnorm
+        rel = _column_norms(r) / bnorm
         if not np.all(np.isfinite(rel)):
             raise SolverError("the potentials' conjugate gradients produced non-finite values "
                               "(the graph's weights are degenerate)")

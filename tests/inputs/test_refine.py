@@ -146,6 +146,20 @@ def test_update_without_refine_and_the_cancelled_refinement():
     assert full.refinement is None               # nothing to refine at full resolution
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32])
+def test_the_strokes_dtype_does_not_change_the_edges(dtype):
+    """Session.refine reads the caller's strokes without an int64 copy: the same labels."""
+    img, _ = disc_image(60, 80)
+    s = _disc_strokes(60, 80)
+    sess = segapp.Session(img, max_pixels=600)
+    sess.background = False
+    coarse = sess.update(s, refine=False)
+    want = sess.refine(coarse, s.astype(np.int64))
+    got = sess.refine(coarse, s.astype(dtype))
+    assert got.refinement.applied
+    np.testing.assert_array_equal(got.labels, want.labels)
+
+
 def test_other_methods_are_not_refined():
     img, _ = disc_image(60, 80)
     s = _disc_strokes(60, 80)

@@ -154,3 +154,18 @@ def test_painted_pixels_are_nonzeros_order_whatever_the_layout(h, w, density, dt
         labels = labels.T   # not C-contiguous
     got, want = painted_pixels(labels), np.nonzero(labels)
     assert all(np.array_equal(g, x) for g, x in zip(got, want))
+
+
+@settings(max_examples=60, deadline=None)
+@given(h=st.integers(1, 23), w=st.integers(1, 29),
+       dtype=st.sampled_from(["uint8", "int16", "uint16", "int32", "int64", "bool"]),
+       density=st.sampled_from([0.0, 0.01, 0.3, 1.0]), seed=st.integers(0, 2**16))
+def test_painted_pixels_are_numpys_nonzero(h, w, dtype, density, seed):
+    """The word-at-a-time search finds exactly np.nonzero's pixels, in its order, for every
+    integer width and any size (the tail past the last whole word included)."""
+    from segapp.inputs.resolution import painted_pixels
+
+    rng = np.random.default_rng(seed)
+    s = np.where(rng.random((h, w)) < density, rng.integers(1, 120, (h, w)), 0).astype(dtype)
+    for got, want in zip(painted_pixels(s), np.nonzero(s)):
+        np.testing.assert_array_equal(got, want)

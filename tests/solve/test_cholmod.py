@@ -203,3 +203,55 @@ def test_library_objects_are_described_without_their_handle():
                           ctypes.CDLL(None))
     assert lib.describe() == "CHOLMOD 3.0.14 (system: /x/libcholmod.so.3)"
     assert "cdll" not in repr(lib)
+
+
+# -- OpenMP (module doc): CHOLMOD 3 and 4's fine-grained regions run on the calling thread ---
+
+def test_only_cholmod_3_and_4_have_their_openmp_regions_serialised():
+    assert cholmod._fine_grained_openmp((5, 3, 1)) == ()
+
+
+@needs_cholmod
+def test_a_serial_factorization_equals_the_librarys_own_to_the_bit():
+    """The regions clear, zero and scatter: run by one thread they give the same numbers."""
+    import dataclasses
+
+    lib = cholmod.library()
+    lower = grid_lower(40)
+    n = lower.shape[0]
+    b = np.arange(1.0, n + 1.0)
+    out = []
+    for openmp in (lib.openmp, ()):
+        f = cholmod.Factor(lower.indptr, lower.indices, np.arange(n)[::-1].copy(),
+                           lib=dataclasses.replace(lib, openmp=openmp))
+        f.factorize(lower.data)
+        out.append(f.solve(b))
+    assert np.array_equal(out[0], out[1])
+
+
+@needs_cholmod
+def test_a_factorization_gives_the_thread_its_openmp_settings_back():
+    """A caller's own OpenMP code after a ``segment`` call keeps its threads and dynamic."""
+    lib = cholmod.library()
+    if not lib.openmp:
+        pytest.skip(f"{lib.describe()}: no OpenMP runtime to serialise")
+    lower = grid_lower(12)
+    seen = {}
+
+    def work() -> None:          # in a thread of its own: the settings are per thread
+        rt = lib.openmp[0]
+        rt.omp_set_num_threads(3)
+        rt.omp_set_dynamic(0)
+        f = cholmod.Factor(lower.indptr, lower.indices, np.arange(lower.shape[0]))
+        inside = []
+        f.factorize(lower.data)
+        seen["after"] = (rt.omp_get_max_threads(), rt.omp_get_dynamic())
+        with cholmod._openmp_serial(lib.openmp):
+            inside.append((rt.omp_get_max_threads(), rt.omp_get_dynamic()))
+        seen["inside"] = inside[0]
+
+    th = threading.Thread(target=work)
+    th.start()
+    th.join()
+    assert seen["after"] == (3, 0)
+    assert seen["inside"] == (1, 1)
