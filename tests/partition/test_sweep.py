@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segapp.graphs import graph_from_adjacency
+from segapp.graphs.weighted import laplacian
 from segapp.partition.sweep import (SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, ratio_cut, ratio_cuts,
                                     region_cuts, sweep_cut)
 from segapp.solve.pencil import Pencil
@@ -189,20 +190,22 @@ def test_ratio_cuts_of_several_partitions_are_each_ones_dense_quotients(seed, k,
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), k=st.integers(1, 6), q=st.integers(1, 3))
-def test_region_cuts_are_the_indicators_quadratic_forms_of_any_matrix(seed, k, q):
-    """region_cuts(L, …)[p, a] = x_aᵀ L x_a for the indicators of partition p, for any sparse
-    matrix (non-symmetric, non-zero row sums, empty rows, stored zeros): the identity
-    Σ_{i∈S} (r_i − Σ_{j∉S} L_ij) needs no Laplacian."""
+def test_region_cuts_are_the_weights_of_the_edges_leaving_each_region(seed, k, q):
+    """region_cuts(L, …)[p, a] = Σ_{i ∈ S_a, j ∉ S_a} w_ij by brute force over the edges, and
+    = x_aᵀ L x_a, for random graph Laplacians (isolated vertices included)."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 40))
-    L = sp.random(n, n, density=0.3, random_state=seed, format="csr",
-                  data_rvs=lambda m: rng.standard_normal(m))
-    if L.nnz:
-        L.data[rng.random(L.nnz) < 0.1] = 0.0                     # stored zeros
+    W = sp.random(n, n, density=0.3, random_state=seed, data_rvs=lambda m: rng.uniform(0, 1, m))
+    W = sp.triu(W, 1)
+    W = (W + W.T).tocsr()
+    L = laplacian(W)
     partitions = [rng.integers(0, k, n) for _ in range(q)]
     got = region_cuts(L, partitions, k)
     dense = L.toarray()
     for p, codes in enumerate(partitions):
         for a in range(k):
-            x = (codes == a).astype(float)
-            assert got[p, a] == pytest.approx(x @ dense @ x, rel=1e-12, abs=1e-12)
+            inside = codes == a
+            leaving = -dense[np.ix_(inside, ~inside)].sum()
+            assert got[p, a] == pytest.approx(leaving, rel=1e-12, abs=1e-12)
+            x = inside.astype(float)
+            assert got[p, a] == pytest.approx(x @ dense @ x, rel=1e-9, abs=1e-9)
