@@ -27,7 +27,7 @@ from .errors import Cancelled, InvalidInputError, SolverError
 from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
                      check_label_map)
 from .options import WORKING_PIXELS, Settings
-from .inputs.refine import needs_refinement, refine as refine_edges
+from .inputs.refine import image_noise, needs_refinement, refine as refine_edges
 from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image,
                          reduce_strokes, working_shape)
 from .result import Segmentation
@@ -105,6 +105,7 @@ class Session:
         self.background_error: str | None = None
         self.closed = False
         self._sharpened: threading.Event | None = None   # set when refine() has ended
+        self._image_noise: float | None = None   # the edges' noise estimate (refine)
 
     @property
     def setup_options(self) -> dict[str, Any]:
@@ -246,8 +247,10 @@ class Session:
         s = check_label_map(scribbles, self.shape, keep_dtype=True)
         try:
             with threadpool_limits(limits=1, user_api="blas"):
+                if self._image_noise is None:       # the image's own: once per session
+                    self._image_noise = image_noise(self.image, self.settings["color"])
                 return refine_edges(result, self.image, s, self.settings,
-                                    CancelToken.of(cancel))
+                                    CancelToken.of(cancel), noise=self._image_noise)
         finally:
             sharpened = self._sharpened
             if sharpened is not None:

@@ -121,7 +121,7 @@ def needs_refinement(result: Segmentation) -> bool:
 
 def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
            settings: Any, cancel: CancelToken = NEVER,
-           band_width: int = BAND_WIDTH) -> Segmentation:
+           band_width: int = BAND_WIDTH, noise: float | None = None) -> Segmentation:
     """``result`` (a working-copy answer brought back by :func:`~.resolution.enlarge_result`)
     with its boundary band solved again at full resolution (module docstring).
 
@@ -138,6 +138,11 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
         ``sigma_scale``, ``color``, ``denoise``).
     cancel : CancelToken
         Polled between the steps.
+    band_width : int
+        :data:`BAND_WIDTH`.
+    noise : float, optional
+        :func:`image_noise` of ``image`` with these settings, if known (it depends on the
+        image only: a session computes it once; else it is estimated here).
 
     Returns
     -------
@@ -188,7 +193,7 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
     try:
         feats = band_features(image, settings["color"], settings["denoise"], cells, reach,
-                              cancel)
+                              cancel, noise)
         sigma = settings["sigma"]
         if sigma is None:
             step = max(1, H // STATISTICS_ROWS)
@@ -245,20 +250,29 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     return out
 
 
+def image_noise(image: np.ndarray, color: bool) -> float:
+    """The noise estimate ``σ̂`` of the graph's full-resolution features (:func:`_noise`),
+    which weighs the refinement's total-variation filter: it depends on the image only, so a
+    :class:`~segapp.session.Session` computes it once (0.1 s at 12 MP, every edit before)."""
+    return _noise(image_features(image, color))
+
+
 def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndarray,
-                  reach: int = 1, cancel: CancelToken = NEVER) -> np.ndarray:
+                  reach: int = 1, cancel: CancelToken = NEVER,
+                  noise: float | None = None) -> np.ndarray:
     """The graph's features at full resolution, total-variation filtered where the band
     (the working cells ``cells`` brought up) needs them, as
     :func:`segapp.graphs.image.denoise_features` filters the whole image: same weight
     ``denoise · σ̂``, ``σ̂`` estimated on the full image (blocks sampled when it is large).
     The filter runs on the pixels the band's rows read (``reach`` px beyond it) widened by
     :data:`TV_MARGIN` px (:func:`tv_domain`), as one domain
-    (:func:`segapp.graphs.masked_tv.masked_tv`); elsewhere the features are unfiltered."""
+    (:func:`segapp.graphs.masked_tv.masked_tv`); elsewhere the features are unfiltered.
+    ``noise``: :func:`image_noise`, if known."""
     feats = image_features(image, color)
     if not denoise:
         return feats
     H, W = feats.shape[:2]
-    lam = float(denoise) * _noise(feats)
+    lam = float(denoise) * (_noise(feats) if noise is None else noise)
     if lam < TV_MIN_WEIGHT:
         return feats
     domain = tv_domain(cells, (H, W), reach)

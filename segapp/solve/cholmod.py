@@ -51,10 +51,10 @@ CHOLMOD 3 and 4 (SuiteSparse 5–6) open OpenMP parallel regions of a fixed team
 supernodal factorization (clearing, zeroing and scattering into each supernode, one region
 per supernode or update). On two cores, beside other work, their fork/join and the team's
 spinning cost more than the loops: the numeric factorization of a 250K-px grid took 0.73–0.76 s
-(0.83 s of processor time) with CHOLMOD 3.0.14 on one BLAS thread, and 0.43 s (0.55 s) with
-those regions run by the calling thread alone — as fast as CHOLMOD 5.3.1, whose regions open
+(0.83 s of processor time) with CHOLMOD 3.0.14 on one BLAS thread at load 6.7, and 0.43 s
+(0.55 s) with those regions run by the calling thread alone — as fast as CHOLMOD 5.3.1, whose regions open
 only above a work threshold (``chunk``). So a factorization with CHOLMOD 3 or 4 runs with the
-calling thread's OpenMP settings at one thread, dynamic (:func:`_openmp_serial`; the
+calling thread's OpenMP settings at one thread (:func:`_openmp_serial`; the
 runtime is the one the library loaded, found with ``RTLD_NOLOAD``), restored after the call;
 the dense work keeps its BLAS threads.
 
@@ -324,10 +324,12 @@ def _fine_grained_openmp(version: tuple[int, int, int]) -> tuple[ctypes.CDLL, ..
     for name in _OPENMP_RUNTIMES:
         try:
             rt = ctypes.CDLL(name, mode=noload | ctypes.RTLD_LOCAL)
-            rt.omp_get_dynamic.restype = c_int
-            rt.omp_get_max_threads.restype = c_int
-            rt.omp_set_dynamic.argtypes = [c_int]
-            rt.omp_set_num_threads.argtypes = [c_int]
+            for getter in ("omp_get_dynamic", "omp_get_max_threads",
+                           "omp_get_max_active_levels"):
+                getattr(rt, getter).restype = c_int
+            for setter in ("omp_set_dynamic", "omp_set_num_threads",
+                           "omp_set_max_active_levels"):
+                getattr(rt, setter).argtypes = [c_int]
         except (OSError, AttributeError):
             continue
         found.append(rt)
@@ -338,18 +340,23 @@ def _fine_grained_openmp(version: tuple[int, int, int]) -> tuple[ctypes.CDLL, ..
 def _openmp_serial(runtimes: tuple[ctypes.CDLL, ...]):
     """Within: OpenMP regions opened by this thread run on it alone (module doc, OpenMP).
 
-    ``dyn-var`` on and ``nthreads-var`` 1 bound even a region's ``num_threads`` clause: a
-    dynamic runtime may give a region fewer threads, and libgomp gives at most
-    ``nthreads-var``. Both are per-thread settings, restored on the way out (a caller's own
-    OpenMP code after a ``segment`` call keeps its threads)."""
-    saved = [(rt, rt.omp_get_dynamic(), rt.omp_get_max_threads()) for rt in runtimes]
-    for rt, _dyn, _n in saved:
+    A region's ``num_threads`` clause overrides ``nthreads-var``, not these:
+    ``max-active-levels-var`` 0 (no region of this thread is active: libgomp and LLVM's
+    runtime give it one thread), and, for a runtime that keeps that setting process-wide,
+    ``dyn-var`` on with ``nthreads-var`` 1 (libgomp's dynamic adjustment gives at most
+    ``nthreads-var`` threads). All are per-thread settings since OpenMP 5.0, restored on
+    the way out (a caller's own OpenMP code after a ``segment`` call keeps its threads)."""
+    saved = [(rt, rt.omp_get_dynamic(), rt.omp_get_max_threads(),
+              rt.omp_get_max_active_levels()) for rt in runtimes]
+    for rt, *_ in saved:
         rt.omp_set_dynamic(1)
         rt.omp_set_num_threads(1)
+        rt.omp_set_max_active_levels(0)
     try:
         yield
     finally:
-        for rt, dyn, n in saved:
+        for rt, dyn, n, levels in saved:
+            rt.omp_set_max_active_levels(levels)
             rt.omp_set_num_threads(n)
             rt.omp_set_dynamic(dyn)
 

@@ -27,6 +27,15 @@ def _disc_strokes(H: int, W: int) -> np.ndarray:
     return s
 
 
+def _disc_session() -> tuple[segapp.Session, np.ndarray, segapp.Segmentation]:
+    """A 60 × 80 disc solved on a 600-px working copy: the session, strokes, working answer."""
+    img, _ = disc_image(60, 80)
+    s = _disc_strokes(60, 80)
+    sess = segapp.Session(img, max_pixels=600)
+    sess.background = False
+    return sess, s, sess.update(s, refine=False)
+
+
 def test_band_system_equals_the_full_laplacians_rows():
     img, _ = disc_image(20, 26)
     g = image_graph(img, denoise=0, connectivity=8)
@@ -131,33 +140,47 @@ def test_refined_edge_follows_the_true_edge():
 
 
 def test_update_without_refine_and_the_cancelled_refinement():
-    img, _ = disc_image(60, 80)
-    s = _disc_strokes(60, 80)
-    sess = segapp.Session(img, max_pixels=600)
-    sess.background = False
-    coarse = sess.update(s, refine=False)
+    sess, s, coarse = _disc_session()
     assert sess.needs_refinement(coarse)
     with pytest.raises(Cancelled):
         sess.refine(coarse, s, cancel=lambda: True)
     done = sess.refine(coarse, s)
     assert not sess.needs_refinement(done)
     assert sess.refine(done, s) is done          # refined once only
-    full = segapp.segment(img, s, max_pixels=None)
+    full = segapp.segment(sess.image, s, max_pixels=None)
     assert full.refinement is None               # nothing to refine at full resolution
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32])
 def test_the_strokes_dtype_does_not_change_the_edges(dtype):
     """Session.refine reads the caller's strokes without an int64 copy: the same labels."""
-    img, _ = disc_image(60, 80)
-    s = _disc_strokes(60, 80)
-    sess = segapp.Session(img, max_pixels=600)
-    sess.background = False
-    coarse = sess.update(s, refine=False)
+    sess, s, coarse = _disc_session()
     want = sess.refine(coarse, s.astype(np.int64))
     got = sess.refine(coarse, s.astype(dtype))
     assert got.refinement.applied
     np.testing.assert_array_equal(got.labels, want.labels)
+
+
+def test_the_image_noise_is_estimated_once_per_session(monkeypatch):
+    """The TV filter's weight depends on the image only: one estimate per session, and the
+    edges equal those refined with the estimate made afresh."""
+    img, _ = disc_image(60, 80)
+    img = np.clip(img + np.random.default_rng(3).normal(0, 0.04, img.shape), 0, 1)
+    s = _disc_strokes(60, 80)
+    sess = segapp.Session(img, max_pixels=600)
+    sess.background = False
+    calls = []
+    original = R._noise
+    monkeypatch.setattr(R, "_noise", lambda f: calls.append(1) or original(f))
+    coarse = sess.update(s, refine=False)
+    first = sess.refine(coarse, s)
+    s2 = s.copy()
+    s2[40:43, 10:30] = 1
+    second = sess.refine(sess.update(s2, refine=False), s2)
+    assert len(calls) == 1
+    fresh = R.refine(coarse, sess.image, s, sess.settings)
+    np.testing.assert_array_equal(first.labels, fresh.labels)
+    assert len(calls) == 2 and second.refinement.applied
 
 
 def test_other_methods_are_not_refined():
@@ -223,11 +246,7 @@ def test_band_features_are_the_whole_images_filter_on_the_band(noise):
 
 def test_an_error_building_the_pattern_reaches_the_caller(monkeypatch):
     """The band's pattern is built in another thread: its error is raised in the caller's."""
-    img, _ = disc_image(60, 80)
-    s = _disc_strokes(60, 80)
-    sess = segapp.Session(img, max_pixels=600)
-    sess.background = False
-    coarse = sess.update(s, refine=False)
+    sess, s, coarse = _disc_session()
 
     class Broken:
         def __init__(self, *args):

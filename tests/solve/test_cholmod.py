@@ -242,16 +242,19 @@ def test_a_factorization_gives_the_thread_its_openmp_settings_back():
         rt = lib.openmp[0]
         rt.omp_set_num_threads(3)
         rt.omp_set_dynamic(0)
+        rt.omp_set_max_active_levels(2)
         f = cholmod.Factor(lower.indptr, lower.indices, np.arange(lower.shape[0]))
         inside = []
         f.factorize(lower.data)
-        seen["after"] = (rt.omp_get_max_threads(), rt.omp_get_dynamic())
+        seen["after"] = (rt.omp_get_max_threads(), rt.omp_get_dynamic(),
+                         rt.omp_get_max_active_levels())
         with cholmod._openmp_serial(lib.openmp):
-            inside.append((rt.omp_get_max_threads(), rt.omp_get_dynamic()))
+            inside.append((rt.omp_get_max_threads(), rt.omp_get_dynamic(),
+                           rt.omp_get_max_active_levels()))
         seen["inside"] = inside[0]
 
     th = threading.Thread(target=work)
     th.start()
     th.join()
-    assert seen["after"] == (3, 0)
-    assert seen["inside"] == (1, 1)
+    assert seen["after"] == (3, 0, 2)
+    assert seen["inside"] == (1, 1, 0)
