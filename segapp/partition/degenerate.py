@@ -35,12 +35,11 @@ def degenerate_labels(codes: np.ndarray, sets: list[np.ndarray]) -> list[int]:
     scenes of issue 22: the cut-off regions hold 0–30 unpainted pixels, the right ones
     thousands.) O(n).
     """
-    n = codes.shape[0]
-    painted = np.zeros(n, bool)
+    n, k = codes.shape[0], len(sets)
+    counts = np.bincount(codes, minlength=k)           # minus the painted pixels (disjoint sets)
     for S in sets:
-        painted[S] = True
-    counts = np.bincount(codes[~painted], minlength=len(sets))
-    return [a for a in range(len(sets)) if counts[a] < np.sqrt(n)]
+        counts -= np.bincount(codes[S], minlength=k)
+    return [a for a in range(k) if counts[a] < np.sqrt(n)]
 
 
 def _components(G: sp.csr_matrix, rows: np.ndarray, keep: np.ndarray) -> np.ndarray:

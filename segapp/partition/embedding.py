@@ -24,12 +24,23 @@ def embed(X: np.ndarray, pencil: Pencil) -> tuple[np.ndarray, np.ndarray, np.nda
     Returns the row-normalised ``U`` (n × m), the row norms ``l`` and the column-normalised
     vectors before row normalisation (steps 1–7; what the heatmaps show).
     """
-    X = pencil.project(np.asarray(X, dtype=np.float64))
-    norms = np.sqrt(np.maximum(np.einsum("ij,ij->j", X, pencil.B(X)), np.finfo(float).tiny))
-    X = X / norms
-    lengths = np.sqrt(np.einsum("ij,ij->i", X, X))
-    U = X / np.where(lengths > 0, lengths, 1.0)[:, None]
-    return U, lengths, X
+    X = np.asarray(X, dtype=np.float64)
+    n, m = X.shape
+    d = pencil.degrees
+    # The m columns laid out contiguously (V is returned as this array's transpose): every
+    # step below is then m long passes, not n passes of m values (~1.5× faster at m = 4).
+    VT = np.empty((m, n))
+    np.subtract(X.T, ((d @ X) / d.sum())[:, None], out=VT)           # pencil.project
+    # xᵀ L_H x = xᵀ B x on dᵀx = 0 (segapp.solve.pencil): the diagonal part as one product
+    # with the squares, the cannot-link part on the stroke rows alone.
+    quad = ((VT * VT) @ d) / pencil.n
+    if pencil.cl is not None:
+        quad += pencil.cl.quadratic(VT.T)
+    VT /= np.sqrt(np.maximum(quad, np.finfo(float).tiny))[:, None]
+    lengths = np.sqrt(np.einsum("ji,ji->i", VT, VT))
+    U = np.empty((n, m))                                 # row-major: k-means reads rows
+    np.divide(VT, np.where(lengths > 0, lengths, 1.0), out=U.T)
+    return U, lengths, VT.T
 
 
 def embedding_potentials(V: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:

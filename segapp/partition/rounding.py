@@ -21,7 +21,7 @@ from .embedding import embed
 from .kmeans import stable_anchored_kmeans
 from .labels import STROKE_AGREEMENT, stroke_agreement
 from .model_cost import MODEL_WEIGHT, model_costs
-from .sweep import ratio_cut, sweep_cut
+from .sweep import ratio_cuts, sweep_cut
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
     from ..solve.pencil import Pencil
@@ -63,7 +63,9 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     U, _, V = embed(X, pencil)
     before = None
     if previous is not None:
-        before = np.searchsorted(np.asarray(cons.label_ids), previous).astype(np.int64)
+        # searchsorted once per value, then a lookup (a search per pixel cost ~1 ms)
+        lookup = np.searchsorted(np.asarray(cons.label_ids), np.arange(int(previous.max()) + 1))
+        before = lookup.astype(np.int64)[previous]
         for a, S in enumerate(cons.sets):     # the previous answer with the new strokes
             before[S] = a
     codes = None
@@ -80,7 +82,7 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
             codes = None  # the best ratio cut does not separate the strokes: use k-means
     if codes is None:
         codes = stable_anchored_kmeans(U, cons.sets, before,
-                                       objective=lambda c: ratio_cut(c, pencil, cons),
+                                       objective=lambda cs: ratio_cuts(cs, pencil, cons),
                                        rng=np.random.default_rng(seed), cancel=cancel)
     # A click cut off alone (shrinking bias): its region from the potentials (issue 22).
     codes = reround_degenerate(codes, V, pencil, cons)

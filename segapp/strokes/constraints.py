@@ -71,13 +71,21 @@ class LowRankLaplacian:
 
     def add_to(self, out: np.ndarray, X: np.ndarray) -> np.ndarray:
         """``out += L X`` in place, touching only the stroke rows; returns ``out``."""
-        r = self.rows
-        Xr = X[r]
-        upd = self._ds[:, None] * Xr if X.ndim == 2 else self._ds * Xr
+        out[self.rows] += self._on_rows(X[self.rows])
+        return out
+
+    def quadratic(self, X: np.ndarray) -> np.ndarray:
+        """``diag(Xᵀ L X)`` (one value per column of the n × m ``X``), from the stroke rows
+        alone: L is zero outside them."""
+        Xr = X[self.rows]
+        return np.einsum("ij,ij->j", Xr, self._on_rows(Xr))
+
+    def _on_rows(self, Xr: np.ndarray) -> np.ndarray:
+        """``(L X)`` on the stroke rows, given ``X`` there."""
+        upd = self._ds[:, None] * Xr if Xr.ndim == 2 else self._ds * Xr
         if self._Us.shape[1]:
             upd += self._Us @ (self.sigma @ (self._Us.T @ Xr))
-        out[r] += upd
-        return out
+        return upd
 
     def matmat(self, X: np.ndarray) -> np.ndarray:
         return self.add_to(np.zeros(X.shape), X)

@@ -7,11 +7,14 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy.cluster.vq import vq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segapp.errors import Cancelled
-from segapp.partition.kmeans import anchored_kmeans, kmeans, stable_anchored_kmeans
+from segapp.partition.kmeans import (_argmin_rows, _label_sums, _lloyd_anchored, _moved_sums,
+                                     anchored_kmeans, kmeans, nearest_prototypes,
+                                     stable_anchored_kmeans)
 from segapp.partition.labels import stroke_agreement
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -90,7 +93,7 @@ def test_stable_anchored_kmeans_keeps_the_previous_optimum_when_it_is_better():
     # the gate: a previous answer far worse in the method's objective than the fresh one is
     # not a tie to break (an objective by hand: the right optimum 40× dearer, then 20×)
     def dearer(factor):
-        return lambda c: factor if np.array_equal(c, right) else 1.0
+        return lambda cs: [factor if np.array_equal(c, right) else 1.0 for c in cs]
     np.testing.assert_array_equal(
         stable_anchored_kmeans(U, sets, right, objective=dearer(40.0), gate=30.0), free)
     np.testing.assert_array_equal(
@@ -103,3 +106,143 @@ def test_cancel_between_restarts():
         kmeans(U, 3, cancel=lambda: True)
     with pytest.raises(Cancelled):
         anchored_kmeans(U, [np.array([0]), np.array([3])], cancel=lambda: True)
+
+
+# -- the vectorised steps against plain references -----------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), p=st.integers(1, 12), N=st.integers(1, 300))
+def test_argmin_rows_is_numpy_argmin_ties_to_the_first(seed, p, N):
+    """The running minimum over the p rows: np.argmin(D, axis=0), ties (many, with small
+    integers) to the first row, infinities included."""
+    rng = np.random.default_rng(seed)
+    D = rng.integers(0, 3, (p, N)).astype(float)
+    D[rng.random((p, N)) < 0.1] = np.inf
+    np.testing.assert_array_equal(_argmin_rows(D), np.argmin(D, axis=0))
+    D[rng.random((p, N)) < 0.2] = np.nan                # never nearest while a number is
+    want = np.argmin(np.where(np.isnan(D), np.inf, D), axis=0)
+    np.testing.assert_array_equal(_argmin_rows(D), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), p=st.integers(1, 8), m=st.integers(1, 6))
+def test_nearest_prototypes_is_the_brute_force_nearest(seed, p, m):
+    """Nearest prototype by ‖x − c‖² over all, and over the allowed ones for barred rows."""
+    rng = np.random.default_rng(seed)
+    X, C = rng.standard_normal((200, m)), rng.standard_normal((p, m))
+    dist = ((X[:, None, :] - C[None, :, :]) ** 2).sum(-1)
+    np.testing.assert_array_equal(nearest_prototypes(X, C), np.argmin(dist, axis=1))
+    rows = np.sort(rng.choice(200, 50, replace=False))
+    barred = rng.random((50, p)) < 0.5
+    barred[np.arange(50), rng.integers(0, p, 50)] = False        # one allowed at least
+    want = np.argmin(dist, axis=1)
+    want[rows] = np.argmin(np.where(barred, np.inf, dist[rows]), axis=1)
+    np.testing.assert_array_equal(nearest_prototypes(X, C, rows=rows, barred=barred), want)
+
+
+def reference_lloyd(X, w, fixed_at, centres, owner, iterations):
+    """Lloyd's iteration as first written: scipy's vq, then the stroke rows among their own
+    label's prototypes, then each prototype the weighted mean of its rows."""
+    centres = centres.copy()
+    codes = None
+    fixed = fixed_at >= 0
+    for _ in range(iterations):
+        new, _ = vq(X, centres)
+        bad = fixed & (owner[new] != fixed_at)
+        for a in np.unique(fixed_at[bad]):
+            own = np.flatnonzero(owner == a)
+            rows = np.flatnonzero(bad & (fixed_at == a))
+            new[rows] = own[vq(X[rows], centres[own])[0]]
+        if codes is not None and np.array_equal(new, codes):
+            break
+        codes = new
+        for j in range(len(centres)):
+            sel = codes == j
+            if w[sel].sum() > 0:
+                centres[j] = (w[sel, None] * X[sel]).sum(0) / w[sel].sum()
+    return centres
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 5), extra=st.integers(0, 3),
+       tail=st.booleans())
+def test_lloyd_anchored_matches_the_reference_iteration(seed, k, extra, tail):
+    """Same prototypes as the plain iteration (to rounding), with prototypes owned by labels,
+    stroke rows anywhere or in a trailing block (the sample's layout), weights, and a
+    prototype that empties."""
+    rng = np.random.default_rng(seed)
+    N, m = 400, 3
+    X = rng.standard_normal((N, m)) + rng.integers(0, k, N)[:, None] * 2.0
+    w = rng.uniform(0.5, 2.0, N)
+    fixed_at = np.full(N, -1)
+    t = 40
+    where = np.arange(N - t, N) if tail else rng.choice(N, t, replace=False)
+    fixed_at[where] = rng.integers(0, k, t)
+    owner = np.r_[np.arange(k), rng.integers(0, k, extra)]
+    centres = rng.standard_normal((k + extra, m)) * 3.0
+    centres[-1] = 1e6                                              # empties at once
+    got = _lloyd_anchored(X, w, fixed_at, centres, owner, 50, lambda: None)
+    np.testing.assert_allclose(got, reference_lloyd(X, w, fixed_at, centres, owner, 50),
+                               rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(1, 6))
+def test_label_sums_and_moved_sums_are_the_per_label_sums(seed, k):
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((300, 4))
+    before, after = rng.integers(0, k, 300), rng.integers(0, k, 300)
+    same = rng.random(300) < 0.7
+    after[same] = before[same]
+    for codes in (before, after):
+        mass, sums = _label_sums(U, codes, k)
+        np.testing.assert_array_equal(mass, [np.count_nonzero(codes == a) for a in range(k)])
+        np.testing.assert_allclose(sums, [U[codes == a].sum(0) for a in range(k)], atol=1e-12)
+    mass, sums = _moved_sums(U, before, after, *_label_sums(U, before, k))
+    np.testing.assert_array_equal(mass, [np.count_nonzero(after == a) for a in range(k)])
+    np.testing.assert_allclose(sums, [U[after == a].sum(0) for a in range(k)], atol=1e-12)
+
+
+def reference_stable(U, sets, previous, objective, gate, seed):
+    """stable_anchored_kmeans's rule in its first order: the gate first, then the previous
+    answer's run, the smaller within-label sum of squares (computed directly) winning."""
+    rng = np.random.default_rng(seed)
+    k = len(sets)
+    codes, _, _ = anchored_kmeans(U, sets, rng=rng)
+    if objective(previous) > gate * objective(codes):
+        return codes
+    seeds = np.array([U[previous == a].mean(axis=0) for a in range(k)])
+    other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng)
+
+    def within(c):
+        return sum(((U[c == a] - U[c == a].mean(0)) ** 2).sum() for a in range(k)
+                   if np.any(c == a))
+    if (within(other) < within(codes)
+            and stroke_agreement(other, sets).min() >= stroke_agreement(codes, sets).min()):
+        return other
+    return codes
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 4))
+def test_stable_anchored_kmeans_follows_its_rule(seed, k):
+    """The same answer as the rule evaluated in its first order (gate, run, full sums of
+    squares), on overlapping clusters where the two runs often differ, with a previous
+    answer near or far, and an objective that sometimes shuts the gate."""
+    rng = np.random.default_rng(seed)
+    n = 600
+    truth = rng.integers(0, k, n)
+    U = rng.standard_normal((n, 2)) * 1.2 + 2.0 * np.c_[np.cos(truth), np.sin(truth)]
+    sets = [rng.choice(np.flatnonzero(truth == a), 3, replace=False) for a in range(k)]
+    previous = truth.copy() if rng.random() < 0.7 else rng.integers(0, k, n)
+    for a, S in enumerate(sets):
+        previous[S] = a
+    costs = {}
+
+    def objective(c):
+        key = c.tobytes()
+        return costs.setdefault(key, float(rng.uniform(0.5, 60.0)))
+    want = reference_stable(U, sets, previous, objective, 30.0, seed)
+    got = stable_anchored_kmeans(U, sets, previous, gate=30.0,
+                                 objective=lambda cs: [objective(c) for c in cs],
+                                 rng=np.random.default_rng(seed))
+    np.testing.assert_array_equal(got, want)

@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segapp.graphs import graph_from_adjacency
-from segapp.partition.sweep import SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, ratio_cut, sweep_cut
+from segapp.graphs.weighted import laplacian
+from segapp.partition.sweep import (SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, ratio_cut, ratio_cuts,
+                                    region_cuts, sweep_cut)
 from segapp.solve.pencil import Pencil
 from segapp.strokes.constraints import build_constraints
 
@@ -161,3 +163,49 @@ def test_ratio_cut_is_the_sum_of_generalized_rayleigh_quotients(seed):
         x = (codes == a).astype(float)
         expected += (x @ LG @ x) / (x @ LH @ x)
     assert ratio_cut(codes, pencil, cons) == pytest.approx(expected, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 5), q=st.integers(1, 3))
+def test_ratio_cuts_of_several_partitions_are_each_ones_dense_quotients(seed, k, q):
+    """ratio_cuts([c_1 … c_q]) = [Σ_a x_aᵀL_G x_a / x_aᵀL_H x_a for each c_p] (dense pencil),
+    whatever the partitions (labels left empty, partitions equal or far apart)."""
+    pencil, cons, rng = small_problem(seed, k=k)
+    LG, LH = pencil.dense()
+    partitions = [rng.integers(0, k, pencil.n) for _ in range(q)]
+    if q > 1 and rng.random() < 0.3:
+        partitions[1] = partitions[0].copy()
+    expected = []
+    for codes in partitions:
+        total = 0.0
+        for a in range(k):
+            x = (codes == a).astype(float)
+            total += (x @ LG @ x) / max(x @ LH @ x, np.finfo(float).tiny)
+        expected.append(total)
+    got = ratio_cuts(partitions, pencil, cons)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    for codes, value in zip(partitions, got):
+        assert ratio_cut(codes, pencil, cons) == pytest.approx(value, rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(1, 6), q=st.integers(1, 3))
+def test_region_cuts_are_the_weights_of_the_edges_leaving_each_region(seed, k, q):
+    """region_cuts(L, …)[p, a] = Σ_{i ∈ S_a, j ∉ S_a} w_ij by brute force over the edges, and
+    = x_aᵀ L x_a, for random graph Laplacians (isolated vertices included)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    W = sp.random(n, n, density=0.3, random_state=seed, data_rvs=lambda m: rng.uniform(0, 1, m))
+    W = sp.triu(W, 1)
+    W = (W + W.T).tocsr()
+    L = laplacian(W)
+    partitions = [rng.integers(0, k, n) for _ in range(q)]
+    got = region_cuts(L, partitions, k)
+    dense = L.toarray()
+    for p, codes in enumerate(partitions):
+        for a in range(k):
+            inside = codes == a
+            leaving = -dense[np.ix_(inside, ~inside)].sum()
+            assert got[p, a] == pytest.approx(leaving, rel=1e-12, abs=1e-12)
+            x = inside.astype(float)
+            assert got[p, a] == pytest.approx(x @ dense @ x, rel=1e-9, abs=1e-9)
