@@ -20,6 +20,8 @@ Progress rides on the same token: a caller that wants to show it makes the token
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any, Callable, Union
 
 from .errors import Cancelled, InvalidInputError
@@ -89,3 +91,14 @@ class CancelToken:
 #: The token that never cancels.
 NEVER = CancelToken()
 
+
+def wait_for(event: threading.Event, seconds: float, stop: Callable[[], bool],
+             poll: float = 0.01) -> bool:
+    """Wait until ``event`` is set, ``stop()`` is true or ``seconds`` have passed, looking
+    every ``poll`` s (Python's events wait for one thing at a time). Returns whether the
+    event was set."""
+    end = time.perf_counter() + seconds
+    while not event.wait(poll):
+        if stop() or time.perf_counter() >= end:
+            return False
+    return True

@@ -22,7 +22,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import methods
-from .cancel import CancelLike, CancelToken
+from .cancel import CancelLike, CancelToken, wait_for
 from .errors import Cancelled, InvalidInputError, SolverError
 from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
                      check_label_map)
@@ -289,10 +289,8 @@ class Session:
             try:
                 if previous is not None:   # one preparation at a time, in order
                     previous.join()
-                end = time.perf_counter() + SHARPEN_WAIT_S
-                while (after is not None and not cancelled() and not after.wait(0.05)
-                       and time.perf_counter() < end):
-                    pass
+                if after is not None:
+                    wait_for(after, SHARPEN_WAIT_S, cancelled, poll=0.05)
                 if not cancelled():
                     self.prepare(cancelled)
             except Cancelled:

@@ -101,3 +101,18 @@ def test_every_method_takes_an_event_a_callable_and_a_token(name):
     for cancel in (stop, lambda: True, CancelToken(lambda: True)):
         with pytest.raises(Cancelled):
             methods.get(name).from_image(img).update(s, cancel=cancel)
+
+
+def test_wait_for_ends_on_the_event_on_stop_or_after_the_time():
+    import threading
+    import time
+
+    from segapp.cancel import wait_for
+
+    ev = threading.Event()
+    threading.Timer(0.05, ev.set).start()
+    assert wait_for(ev, 5.0, lambda: False)
+    t = time.perf_counter()
+    assert not wait_for(threading.Event(), 5.0, lambda: True)
+    assert not wait_for(threading.Event(), 0.1, lambda: False)
+    assert time.perf_counter() - t < 2.0

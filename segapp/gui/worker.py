@@ -22,6 +22,7 @@ from typing import Any, Hashable
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from ..cancel import wait_for
 from ..live import LiveEngine, Result, ResultCache, SolveRequest, make_result
 from ..live.results import CACHE_BYTES
 from .jobs import Job, JobRunner
@@ -73,9 +74,7 @@ def solve(engine: LiveEngine, req: SolveRequest, job: Job,
         # full resolution; a new edit cancels that like any solve
         working = preview(seg)
         if drawn is not None:
-            end = time.perf_counter() + DRAWN_WAIT
-            while not (drawn.wait(0.01) or job.event.is_set() or time.perf_counter() > end):
-                pass
+            wait_for(drawn, DRAWN_WAIT, job.event.is_set)
         job.report("sharpening the edges at full resolution")
         seg = engine.refine(req, seg, job.report)
     return replace(make_result(seg, 0.0, like=working), seconds=time.perf_counter() - t)
