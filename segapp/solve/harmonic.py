@@ -87,7 +87,7 @@ from ..cancel import NEVER, CancelToken
 from ..errors import Cancelled, SolverError
 from .amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
 from .diagnostics import SolverDiagnostics
-from .lobpcg import svqb
+from .lobpcg import column_norms, svqb
 from .pencil import Pencil
 
 #: SVQB's drop threshold in :func:`ritz_pairs`: the potentials always contain the constant
@@ -178,11 +178,6 @@ def with_strokes(Y: np.ndarray, fixed: np.ndarray, sets: list[np.ndarray]) -> np
     return Y
 
 
-def _column_norms(V: np.ndarray) -> np.ndarray:
-    """The Euclidean norm of each column, without an n × m temporary (``np.linalg.norm``'s)."""
-    return np.sqrt(np.einsum("ij,ij->j", V, V))
-
-
 def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = None,
               tol: float = 1e-4, maxiter: int = 300, cancel: CancelToken = NEVER
               ) -> tuple[np.ndarray, int, np.ndarray]:
@@ -195,7 +190,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
     comes with it bound (:func:`functools.partial`).
     """
     check = cancel.check
-    bnorm = _column_norms(b)
+    bnorm = column_norms(b)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
     if x0 is None:
         x = np.zeros_like(b)
@@ -203,7 +198,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
     else:
         x = np.array(x0, dtype=np.float64)
         r = b - A @ x
-    rel = _column_norms(r) / bnorm
+    rel = column_norms(r) / bnorm
     if np.all(rel <= tol):
         return x, 0, rel
     z = M(r)
@@ -221,7 +216,7 @@ def block_pcg(A: sp.csr_matrix, M, b: np.ndarray, *, x0: np.ndarray | None = Non
         x += z
         np.multiply(Ap, alpha, out=Ap)
         r -= Ap
-        rel = _column_norms(r) / bnorm
+        rel = column_norms(r) / bnorm
         if not np.all(np.isfinite(rel)):
             raise SolverError("the potentials' conjugate gradients produced non-finite values "
                               "(the graph's weights are degenerate)")
@@ -691,8 +686,8 @@ class HarmonicSolver:
         # Ã x on the unpainted rows is L x there (x = 0 on painted pixels): one product.
         r = b - self.M @ Phi
         r[fixed] = 0.0
-        bn = _column_norms(b)
-        rel = _column_norms(r) / np.where(bn > 0, bn, 1.0)
+        bn = column_norms(b)
+        rel = column_norms(r) / np.where(bn > 0, bn, 1.0)
         how = ("potentials by a direct solve: numeric factor" if snap.how == "refactor" else
                "potentials by a direct solve: the base factor" if snap.how == "base" else
                f"potentials by a direct solve: the base factor updated for {snap.changed} "

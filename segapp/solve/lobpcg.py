@@ -40,6 +40,11 @@ Operator = Callable[[np.ndarray], np.ndarray]
 _DROP = 1e-12
 
 
+def column_norms(V: np.ndarray) -> np.ndarray:
+    """The Euclidean norm of each column, without an n × m temporary (``np.linalg.norm``'s)."""
+    return np.sqrt(np.einsum("ij,ij->j", V, V))
+
+
 def svqb(G: np.ndarray, drop: float = _DROP) -> np.ndarray:
     """Coefficients T with ``Tᵀ G T = I`` for a PSD Gram matrix G, dropping dependent directions
     (relative eigenvalue below ``drop``)."""
@@ -142,28 +147,25 @@ def lobpcg(
                 raise SolverError("eigensolver produced non-finite values "
                                   "(the graph or the constraint weights are degenerate)", diag)
 
-    def colnorm(V: np.ndarray) -> np.ndarray:
-        return np.sqrt(np.einsum("ij,ij->j", V, V))
-
     # Norm estimates of A and B (largest ‖AV‖/‖V‖ seen) for a normwise backward error: the
     # naive ‖Ax − λBx‖ / (‖Ax‖ + |λ|‖Bx‖) is ~1 for an exact null vector (λ = 0, e.g. a
     # disconnected graph), since numerator and denominator are both rounding noise.
     norm_est = {"A": 0.0, "B": 0.0}
 
     def observe(V: np.ndarray, AV: np.ndarray, BV: np.ndarray) -> None:
-        nv = colnorm(V)
+        nv = column_norms(V)
         ok = nv > 0
         if ok.any():
-            norm_est["A"] = max(norm_est["A"], float(np.max(colnorm(AV)[ok] / nv[ok])))
-            norm_est["B"] = max(norm_est["B"], float(np.max(colnorm(BV)[ok] / nv[ok])))
+            norm_est["A"] = max(norm_est["A"], float(np.max(column_norms(AV)[ok] / nv[ok])))
+            norm_est["B"] = max(norm_est["B"], float(np.max(column_norms(BV)[ok] / nv[ok])))
 
     def residual(lam, AX, BX) -> np.ndarray:
         R = BX * lam
         return np.subtract(AX, R, out=R)   # AX − BXΛ in one block
 
     def rel_residuals(lam, X, R) -> np.ndarray:
-        scale = (norm_est["A"] + np.abs(lam) * norm_est["B"]) * colnorm(X)
-        return colnorm(R) / np.where(scale > 0, scale, 1.0)
+        scale = (norm_est["A"] + np.abs(lam) * norm_est["B"]) * column_norms(X)
+        return column_norms(R) / np.where(scale > 0, scale, 1.0)
 
     def resolves_own_eigenvalue(lam, X, R, BX) -> bool:
         # ‖r‖ ≤ |θ|‖Bx‖: the Ritz value is at least correct to its own size. A small backward
@@ -171,9 +173,9 @@ def lobpcg(
         # eigenvalues are ~1e-7, so a block that misses the smallest pair (a warm start after
         # an edit) can pass res_tol with a Ritz value 60× too large (fuzz seeds 217, 290). The
         # floor √ε‖A‖‖x‖ lets an exact null vector (disconnected graph) pass.
-        floor = np.sqrt(np.finfo(float).eps) * norm_est["A"] * colnorm(X[:, :nev])
-        return bool(np.all(colnorm(R[:, :nev])
-                           <= np.maximum(np.abs(lam[:nev]) * colnorm(BX[:, :nev]), floor)))
+        floor = np.sqrt(np.finfo(float).eps) * norm_est["A"] * column_norms(X[:, :nev])
+        return bool(np.all(column_norms(R[:, :nev])
+                           <= np.maximum(np.abs(lam[:nev]) * column_norms(BX[:, :nev]), floor)))
 
     # Initial Rayleigh–Ritz on span(X0). A block that is numerically rank-deficient (e.g. a
     # preconditioned random block on a disconnected graph, where the null-space directions
