@@ -50,7 +50,7 @@ from ..graphs.image import (TV_ITERATIONS, TV_MIN_WEIGHT, _offset_slices, grid_o
                             image_features, mean_neighbour_distance, noise_sigma, sigma_rule)
 from ..graphs.masked_tv import masked_tv
 from ..result import Segmentation
-from ..solve.band import BandSolver
+from ..solve.band import BandSolver, row_separator
 from .resolution import bilinear_at, nearest
 from .rounding_rule import RoundingRule
 
@@ -328,7 +328,10 @@ class _Pattern(threading.Thread):
         t = time.perf_counter()
         try:
             self._graph = BandGraph(*self._args)
-            self._solver = BandSolver(self._graph.indptr, self._graph.indices)
+            (H, W), offsets, unknown = self._args
+            rows = max((abs(dy) for dy, _ in offsets), default=1)
+            self._solver = BandSolver(self._graph.indptr, self._graph.indices,
+                                      row_separator(unknown, W, rows))
         except BaseException as exc:   # noqa: BLE001 — raised again in the caller's thread
             self._error = exc
             return

@@ -278,6 +278,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.cholmod_free_factor.argtypes = [POINTER(POINTER(_Factor)), c_void_p]
     lib.cholmod_copy_factor.argtypes = [POINTER(_Factor), c_void_p]
     lib.cholmod_copy_factor.restype = POINTER(_Factor)
+    lib.cholmod_amd.argtypes = [POINTER(_Sparse), c_void_p, c_size_t, c_void_p, c_void_p]
+    lib.cholmod_amd.restype = c_int
 
 
 def check_library(cdll: ctypes.CDLL, path: str, source: str = "system",
@@ -495,6 +497,28 @@ class Factor:
         self._set("nmethods", 1)              # exactly the given order (no AMD/METIS trials)
         self._set("method0_ordering", _GIVEN)
         self._set("postorder", 1)
+
+    @classmethod
+    def amd(cls, indptr: np.ndarray, indices: np.ndarray, *, lib: Library | None = None
+            ) -> np.ndarray:
+        """CHOLMOD's AMD order of a symmetric pattern (the lower triangle as CSC, as the
+        constructor's), without the symbolic factorization: ``perm`` with ``P A Pᵀ``
+        sparse-factorable, for a matrix assembled from parts
+        (:class:`segapp.solve.band.BandSolver`). Releases the GIL."""
+        self = cls.__new__(cls)
+        self.library = lib if lib is not None else _load()
+        self._lib = self.library.cdll
+        self.n = int(indptr.shape[0] - 1)
+        self._indptr = np.ascontiguousarray(indptr, dtype=np.int32)
+        self._indices = np.ascontiguousarray(indices, dtype=np.int32)
+        self._factor = None
+        self._start()
+        perm = np.empty(self.n, dtype=np.int32)
+        A = self._sparse(np.zeros(self._indices.shape[0]))
+        if self.n and not self._lib.cholmod_amd(ctypes.byref(A), None, 0, perm.ctypes.data,
+                                                self._common):
+            raise SolverError(f"CHOLMOD's AMD failed (status {self._get('status')})")
+        return perm
 
     def copy(self) -> "Factor":
         """An independent copy (the analysis, and the numbers if any): a new factor can be

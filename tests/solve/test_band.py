@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from segapp.graphs.band import band_system, symmetric
-from segapp.graphs.image import image_graph
+from segapp.graphs.image import grid_offsets, image_graph
 from segapp.solve.band import solve_band
 from scenes import disc_image  # noqa: E402  (tests/ is on sys.path)
 
@@ -36,3 +37,61 @@ def test_solve_band_without_cholmod_uses_superlu(monkeypatch):
     assert report["solver"] == "SuperLU"
     np.testing.assert_allclose(x, np.linalg.solve(symmetric(A).toarray(), b), rtol=1e-8,
                                atol=1e-10)
+
+
+def _rings_band(H: int, W: int) -> np.ndarray:
+    """A band like a refinement's: a ring around a disc, a strip across the image, and a
+    blob in the upper half that touches neither (its own component, no separator pixel)."""
+    yy, xx = np.mgrid[:H, :W]
+    r = np.hypot(yy - 0.55 * H, xx - 0.5 * W)
+    band = (abs(r - 0.3 * min(H, W)) < 3) | (abs(yy - 0.8 * H) < 2)
+    band |= (abs(yy - 0.12 * H) < 3) & (abs(xx - 0.15 * W) < 4)
+    return np.flatnonzero(band)
+
+
+@pytest.mark.parametrize("connectivity, radius", [(4, 1), (8, 1), (8, 2)])
+def test_the_band_cut_in_two_halves_equals_a_dense_solve(monkeypatch, connectivity, radius):
+    """A band cut at a row separator (two halves factored apart, the Schur complement on the
+    separator) gives the whole system's solution, for every neighbourhood's reach."""
+    import segapp.solve.band as B
+    if not B.cholmod.available():
+        pytest.skip("the cut needs CHOLMOD")
+    monkeypatch.setattr(B, "SPLIT_MIN", 0)
+    H, W = 60, 70
+    img, _ = disc_image(H, W)
+    offsets = grid_offsets(connectivity, radius)
+    g = image_graph(img, denoise=0, connectivity=connectivity, radius=radius)
+    U = _rings_band(H, W)
+    reach = max(abs(dy) for dy, _ in offsets)
+    split = B.row_separator(U, W, reach)
+    assert split is not None
+    a, c = split
+    rows = U // W
+    assert np.unique(rows[a:c]).size == reach                 # whole image rows
+    assert 0.35 * U.size <= a and U.size - c >= 0.35 * U.size - reach * W
+    y = np.random.default_rng(5).normal(size=(H * W, 3))
+    A, b = band_system(img, g.sigma, offsets, U, lambda idx: y[idx])
+    full = symmetric(A)
+    assert full[:a, c:].nnz == 0                               # a separator indeed
+    solver = B.BandSolver(A.indptr, A.indices, split)
+    x, report = solver.solve(A.data, b)
+    assert report["solver"] == "CHOLMOD (AMD, 2 halves)"
+    assert report["separator"] == c - a
+    np.testing.assert_allclose(x, np.linalg.solve(full.toarray(), b), rtol=1e-8, atol=1e-10)
+    # new values on the same pattern: the same halves serve again
+    x2, _ = solver.solve(A.data * 2, b)
+    np.testing.assert_allclose(x2, x / 2, rtol=1e-8, atol=1e-10)
+
+
+def test_row_separator_declines_small_bands_and_wide_cuts(monkeypatch):
+    import segapp.solve.band as B
+    H, W = 60, 70
+    U = _rings_band(H, W)
+    assert B.row_separator(U, W, 1) is None                   # below SPLIT_MIN
+    monkeypatch.setattr(B, "SPLIT_MIN", 0)
+    assert B.row_separator(U, W, 1) is not None
+    monkeypatch.setattr(B, "SPLIT_MAX_SEPARATOR", 2)          # every cut is wider
+    assert B.row_separator(U, W, 1) is None
+    everything = np.arange(H * W)                              # a whole grid: rows of W
+    monkeypatch.setattr(B, "SPLIT_MAX_SEPARATOR", W - 1)
+    assert B.row_separator(everything, W, 1) is None
