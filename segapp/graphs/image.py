@@ -220,13 +220,29 @@ def mean_neighbour_distance(feats: np.ndarray, offsets: list[tuple[int, int]],
     total, count = 0.0, 0
     for dy, dx in offsets:
         ys, xs, ys2, xs2 = _offset_slices((H, W), dy, dx)
-        rows = np.arange(ys.start, ys.stop, max(1, int(row_step)))
+        rows = _statistic_rows(ys, row_step)
         if rows.size == 0 or xs.stop - xs.start <= 0:
             continue
         diff = feats[rows, xs] - feats[rows + dy, xs2]
         total += float(np.sqrt(np.einsum("ijc,ijc->ij", diff, diff)).sum(dtype=np.float64))
         count += diff.shape[0] * diff.shape[1]
     return total / max(count, 1)
+
+
+def statistic_rows(shape: tuple[int, int], offsets: list[tuple[int, int]],
+                   row_step: int = 1) -> np.ndarray:
+    """The image rows :func:`mean_neighbour_distance` reads with these arguments (sorted):
+    a caller that builds only part of a large feature array fills these."""
+    rows = [np.zeros(0, np.intp)]
+    for dy, dx in offsets:
+        ys = _offset_slices(shape, dy, dx)[0]
+        r = _statistic_rows(ys, row_step)
+        rows += [r, r + dy]
+    return np.unique(np.concatenate(rows))
+
+
+def _statistic_rows(ys: slice, row_step: int) -> np.ndarray:
+    return np.arange(ys.start, ys.stop, max(1, int(row_step)))
 
 
 def affinity(sq: np.ndarray, sigma: float) -> np.ndarray:

@@ -47,7 +47,8 @@ from scipy import ndimage as ndi
 from ..cancel import NEVER, CancelToken
 from ..graphs.band import BandGraph
 from ..graphs.image import (TV_ITERATIONS, TV_MIN_WEIGHT, _offset_slices, grid_offsets,
-                            image_features, mean_neighbour_distance, noise_sigma, sigma_rule)
+                            image_features, mean_neighbour_distance, noise_sigma, sigma_rule,
+                            statistic_rows)
 from ..graphs.masked_tv import masked_tv
 from ..result import Segmentation
 from ..solve.band import BandSolver, row_separator
@@ -192,11 +193,11 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     t = time.perf_counter()
     reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
     try:
-        feats = band_features(image, settings["color"], settings["denoise"], cells, reach,
-                              cancel, noise)
+        step = max(1, H // STATISTICS_ROWS)
+        feats = _band_features(image, settings["color"], settings["denoise"], cells, reach,
+                               cancel, noise, statistic_rows((H, W), offsets, step))
         sigma = settings["sigma"]
         if sigma is None:
-            step = max(1, H // STATISTICS_ROWS)
             sigma = sigma_rule(mean_neighbour_distance(feats, offsets, step),
                                settings["sigma_scale"])
         cancel.check()
@@ -268,6 +269,16 @@ def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndar
     :data:`TV_MARGIN` px (:func:`tv_domain`), as one domain
     (:func:`segapp.graphs.masked_tv.masked_tv`); elsewhere the features are unfiltered.
     ``noise``: :func:`image_noise`, if known."""
+    return _band_features(image, color, denoise, cells, reach, cancel, noise)
+
+
+def _band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndarray,
+                   reach: int = 1, cancel: CancelToken = NEVER, noise: float | None = None,
+                   rows: np.ndarray | None = None) -> np.ndarray:
+    """:func:`band_features`; with ``rows`` (image rows), where it filters, only the filter's
+    domain and these rows are filled (the rest of the array is left unset, never read by
+    :func:`refine`: the band's rows read the domain, σ's statistic these rows), which spares
+    a copy of the whole image (0.1 s and 145 MB at 12 MP)."""
     feats = image_features(image, color)
     if not denoise:
         return feats
@@ -276,7 +287,11 @@ def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndar
     if lam < TV_MIN_WEIGHT:
         return feats
     domain = tv_domain(cells, (H, W), reach)
-    out = np.array(feats, dtype=np.float32, copy=True)
+    if rows is None:
+        out = np.array(feats, dtype=np.float32, copy=True)
+    else:
+        out = np.empty(feats.shape, np.float32)    # pages untouched until written
+        out[rows] = feats[rows]
     out.reshape(H * W, -1)[domain] = masked_tv(feats, domain, lam, max_iter=TV_ITERATIONS,
                                                cancel=cancel)
     return out

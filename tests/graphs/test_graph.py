@@ -232,6 +232,21 @@ def test_sigma_rule_is_sigma_scale_times_mean_neighbour_distance_grey():
     assert W[0, 2] == pytest.approx(math.exp(-0.01 / (2 * 0.1**2)), rel=1e-5)
 
 
+@pytest.mark.parametrize("connectivity, radius, step", [(4, 1, 1), (8, 1, 3), (8, 2, 5)])
+def test_statistic_rows_are_all_the_rows_the_statistic_reads(connectivity, radius, step):
+    """mean_neighbour_distance reads statistic_rows' rows only: on an array unset (NaN)
+    everywhere else it gives the whole array's value."""
+    from segapp.graphs.image import grid_offsets, mean_neighbour_distance, statistic_rows
+    feats = np.random.default_rng(1).random((41, 23, 3)).astype(np.float32)
+    offsets = grid_offsets(connectivity, radius)
+    rows = statistic_rows(feats.shape[:2], offsets, step)
+    holey = np.full_like(feats, np.nan)
+    holey[rows] = feats[rows]
+    assert mean_neighbour_distance(holey, offsets, step) == \
+        mean_neighbour_distance(feats, offsets, step)
+    assert rows.size < feats.shape[0] or step == 1
+
+
 def test_sigma_rule_colour_distances_by_hand():
     img = np.zeros((2, 2, 3), np.float32)
     img[0, 1] = (0.3, 0.4, 0.0)           # 0.5 from (0, 0, 0)

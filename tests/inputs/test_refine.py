@@ -244,6 +244,25 @@ def test_band_features_are_the_whole_images_filter_on_the_band(noise):
     np.testing.assert_array_equal(got[~domain], f[~domain])
 
 
+def test_the_refinements_features_are_band_features_where_it_reads_them():
+    """The refinement's features fill only the filter's domain and σ's rows (no copy of the
+    whole image): there they are band_features'."""
+    from scipy import ndimage as ndi
+
+    from segapp.inputs.resolution import nearest
+    H, W, h, w = 120, 160, 30, 40
+    img, disc = disc_image(H, W)
+    img = np.clip(img + np.random.default_rng(0).normal(0, 0.05, img.shape), 0, 1)
+    cells = ndi.binary_dilation(R._label_edges(nearest(disc, (h, w))), np.ones((3, 3), bool))
+    rows = np.array([0, 7, 8, 100])
+    whole = R.band_features(img, True, 1.0, cells, reach=1)
+    part = R._band_features(img, True, 1.0, cells, reach=1, rows=rows)
+    domain = R.tv_domain(cells, (H, W), 1)
+    np.testing.assert_array_equal(part.reshape(H * W, -1)[domain],
+                                  whole.reshape(H * W, -1)[domain])
+    np.testing.assert_array_equal(part[rows], whole[rows])
+
+
 def test_an_error_building_the_pattern_reaches_the_caller(monkeypatch):
     """The band's pattern is built in another thread: its error is raised in the caller's."""
     sess, s, coarse = _disc_session()
