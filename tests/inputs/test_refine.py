@@ -67,13 +67,18 @@ def _reference_band(working: np.ndarray, shape: tuple[int, int], width: int) -> 
     return cells[(np.arange(H) * h // H)[:, None], (np.arange(W) * w // W)[None, :]]
 
 
-@pytest.mark.parametrize("denoise", [0.0, 1.0])
-def test_band_labels_equal_a_dense_full_resolution_harmonic_solve(denoise):
+@pytest.mark.parametrize("denoise, split", [(0.0, False), (1.0, False), (1.0, True)])
+def test_band_labels_equal_a_dense_full_resolution_harmonic_solve(monkeypatch, denoise, split):
     """On a small image forced to a small working size, the refined band equals the dense
     solve of the full-resolution graph restricted to the band, with the same boundary
     values (bilinear working embedding; the strokes' value on painted pixels). With the
     noise filter on (a noisy image), the graph is built on the band's filtered features
-    (``band_features``, checked against the whole image's filter below)."""
+    (``band_features``, checked against the whole image's filter below). ``split``: the
+    band cut in two halves solved apart (segapp.solve.band), as a large band is."""
+    import segapp.solve.band as B
+    if split and not B.cholmod.available():
+        pytest.skip("the cut needs CHOLMOD")
+    monkeypatch.setattr(B, "SPLIT_MIN", 0 if split else B.SPLIT_MIN)
     H, W = 60, 80
     img, _ = disc_image(H, W)
     if denoise:
@@ -115,6 +120,7 @@ def test_band_labels_equal_a_dense_full_resolution_harmonic_solve(denoise):
     expected = coarse.labels.ravel().copy()
     expected[U] = ids[rule(x)]
     assert out.refinement.band_pixels == U.size
+    assert ("2 halves" in out.refinement.solver) == split
     np.testing.assert_array_equal(out.labels.ravel(), expected)
     assert coarse.labels is not out.labels   # the working answer is left as it was
 
