@@ -43,9 +43,11 @@ SPLIT_MAX_SEPARATOR = 400
 def row_separator(unknown: np.ndarray, width: int, reach: int) -> tuple[int, int] | None:
     """Where to cut a band in two: the rows ``[a, c)`` of U (its pixels on ``reach``
     consecutive image rows, ``reach`` the neighbourhood's largest row offset) that part the
-    band's rows above from those below (no edge joins the two), chosen among the cuts that
-    leave 35–65% of U on either side as the one with the fewest pixels. None if the band is
-    below :data:`SPLIT_MIN` or every such cut is above :data:`SPLIT_MAX_SEPARATOR`.
+    band's rows above from those below (no edge joins the two), chosen among the cuts of at
+    most :data:`SPLIT_MAX_SEPARATOR` pixels as the one whose larger side is smallest (the
+    two threads' work is about proportional to their pixels; a separator's pixels cost
+    little, so it may be any size up to that cap), fewer cut pixels breaking ties. None if
+    the band is below :data:`SPLIT_MIN` or no cut leaves 35% of U on either side.
 
     ``unknown``: U's flat (row-major) indices, sorted; ``width``: the image's width.
     """
@@ -53,18 +55,18 @@ def row_separator(unknown: np.ndarray, width: int, reach: int) -> tuple[int, int
     if n < SPLIT_MIN:
         return None
     y = np.asarray(unknown) // width
-    y0 = int(y[0])
-    counts = np.bincount(y - y0)
+    reach = max(reach, 1)
+    counts = np.bincount(y - y[0])
     before = np.r_[0, np.cumsum(counts)]            # pixels above each row
-    window = np.convolve(counts, np.ones(max(reach, 1), np.int64), "valid")
-    rows = np.flatnonzero((before[:window.size] >= 0.35 * n)
-                          & (before[:window.size] <= 0.65 * n))
-    if rows.size == 0:
-        return None
-    r = int(rows[np.argmin(window[rows])])
-    if window[r] == 0 or window[r] > SPLIT_MAX_SEPARATOR:
-        return None                                  # (no separator: two bands, not cut)
-    return int(before[r]), int(before[r + max(reach, 1)])
+    window = np.convolve(counts, np.ones(reach, np.int64), "valid")
+    above = before[:window.size]
+    larger = np.maximum(above, n - above - window)
+    ok = (window > 0) & (window <= SPLIT_MAX_SEPARATOR) & (larger <= 0.65 * n)
+    if not ok.any():
+        return None                                  # (an empty row: two bands, not cut)
+    rows = np.flatnonzero(ok)
+    r = int(rows[np.lexsort((window[rows], larger[rows]))[0]])
+    return int(before[r]), int(before[r + reach])
 
 
 class BandSolver:
