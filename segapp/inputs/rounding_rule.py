@@ -62,8 +62,10 @@ class RoundingRule:
             return cls(*_best_threshold(V[sel, 0], codes[sel]))
         U = _unit_rows(V)
         counts = np.bincount(codes, minlength=k).astype(np.float64)
+        # per column, as np.add.at would sum them (the same order: the same bits), 2x faster
         sums = np.zeros((k, V.shape[1]))
-        np.add.at(sums, codes, U)
+        for j, u in enumerate(np.ascontiguousarray(U.T)):
+            sums[:, j] = np.bincount(codes, weights=u, minlength=k)
         P = sums / np.maximum(counts, 1.0)[:, None]
         return cls(prototypes=P)
 

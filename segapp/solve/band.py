@@ -10,8 +10,8 @@ pattern only, so :mod:`segapp.inputs.refine` runs it while the features are comp
 (:class:`BandSolver`). A band of :data:`SPLIT_MIN` unknowns or more is cut at an image row
 into two halves analysed and factored in two threads, joined exactly on the cut by its
 Schur complement (:class:`BandSolver`): the strips cross a row at a few places, so the cut
-is small (92–151 px for the 12 MP samples' 631K–822K-px bands), and each step's wall time
-about halves where two cores are free. Not cut: along its connected pieces (one holds 97%
+is small (168 and 273 px for coffee's and astronaut's 631K and 822K-px bands), and each
+step's wall time about halves where two cores are free. Not cut: along its connected pieces (one holds 97%
 of coffee's band, 86% of astronaut's). Where CHOLMOD is missing, SciPy's SuperLU (minimum
 degree on ``AᵀA + A``) solves the same system, exactly and more slowly. Both release the
 GIL.
