@@ -31,6 +31,7 @@ from .inputs.refine import image_noise, needs_refinement, refine as refine_edges
 from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image,
                          reduce_strokes, working_shape)
 from .result import Segmentation
+from .solve.direct import busy_core
 
 #: Size of the copy a preview is solved on (:meth:`Session.update`): at 60K px a FAST-GE solve
 #: takes a few tenths of a second on 2 cores.
@@ -211,7 +212,8 @@ class Session:
             worker = threading.Thread(target=full, name="segapp-full-solve", daemon=True)
             worker.start()
             try:
-                coarse = self._preview(s, cancel, settings)
+                with busy_core():   # the full solve's factorization gets this core after it
+                    coarse = self._preview(s, cancel, settings)
                 if coarse is not None:
                     coarse.timings["total"] = time.perf_counter() - t
                     preview(coarse)
