@@ -19,9 +19,9 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from . import methods
+from .blas import one_blas_thread
 from .cancel import CancelLike, CancelToken, wait_for
 from .errors import Cancelled, InvalidInputError, SolverError
 from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
@@ -208,7 +208,7 @@ class Session:
             except BaseException as exc:   # noqa: BLE001 — raised in the caller's thread
                 box["error"] = exc
 
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             worker = threading.Thread(target=full, name="segapp-full-solve", daemon=True)
             worker.start()
             try:
@@ -248,7 +248,7 @@ class Session:
         # (a 12 MP int64 copy cost 16 ms of every refinement)
         s = check_label_map(scribbles, self.shape, keep_dtype=True)
         try:
-            with threadpool_limits(limits=1, user_api="blas"):
+            with one_blas_thread():
                 if self._image_noise is None:       # the image's own: once per session
                     self._image_noise = image_noise(self.image, self.settings["color"])
                 return refine_edges(result, self.image, s, self.settings,

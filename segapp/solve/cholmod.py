@@ -498,6 +498,11 @@ def library() -> Library | None:
         return None
 
 
+def loaded() -> bool:
+    """Whether a library is loaded already (no attempt to load one)."""
+    return _lib is not None
+
+
 def available() -> bool:
     """Whether a checked CHOLMOD can be loaded here (else the iterative solver serves)."""
     return library() is not None

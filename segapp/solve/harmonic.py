@@ -80,9 +80,9 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from . import direct
+from ..blas import one_blas_thread
 from ..cancel import NEVER, CancelToken
 from ..errors import Cancelled, SolverError
 from .amg import DEFAULT_THETA, AMGPreconditioner, amg_preconditioner
@@ -412,7 +412,7 @@ class HarmonicSolver:
         fixed = self._next
         if fixed is None or self._mode == "iterative" or not self._direct_usable():
             return
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             d = self._build_direct()
             cancel.check()
             if d is None or (d.base is not None and np.array_equal(d.base, fixed)):

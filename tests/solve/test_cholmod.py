@@ -336,3 +336,17 @@ def test_cholmods_blas_threads_are_set_without_touching_numpys():
         cholmod.set_blas_threads(2)
         assert threads()[path] == 2
     assert threads() == before
+
+
+def test_one_blas_thread_sets_every_blas_and_gives_them_back():
+    from threadpoolctl import threadpool_info
+
+    from segapp.blas import one_blas_thread
+
+    before = {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    with one_blas_thread():
+        inside = {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                  if i["user_api"] == "blas"}
+    assert set(inside) == set(before) and set(inside.values()) == {1}
+    assert {i["filepath"]: i["num_threads"] for i in threadpool_info()
+            if i["user_api"] == "blas"} == before
