@@ -68,8 +68,9 @@ things follow:
 * its kernels: an OpenBLAS older than the processor does not know its model and falls back
   to its SSE3 ("Prescott") kernels, so the library is loaded with ``OPENBLAS_CORETYPE`` set
   to the widest instruction set ``/proc/cpuinfo`` names (:func:`_blas_kernels`; a user's own
-  setting is kept). Debian 12's OpenBLAS 0.3.21 on a Sapphire Rapids Xeon factored a 1M-px
-  grid in 2.2–3.2 s with its fallback and in 1.4 s with its AVX-512 kernels;
+  setting is kept). Debian 12's OpenBLAS 0.3.21 on a Sapphire Rapids Xeon took 0.91 s of
+  processor time to factor a 1.1M-px photo's matrix with its fallback, 0.68 s with its
+  AVX-512 kernels;
 * its threads: :func:`blas_threads` sets those of that library only, found by the address
   its thread-count function has as seen from ``libcholmod`` (:func:`_own_blas`), so a
   factorization may take a core that NumPy's tall-skinny products in another thread must

@@ -305,7 +305,8 @@ def _openblas_of_cholmod():
 @needs_cholmod
 def test_cholmods_openblas_runs_the_kernels_this_processor_has():
     """Debian 12's OpenBLAS 0.3.21 does not know a Sapphire Rapids Xeon and fell back to its
-    SSE3 kernels, 1.6–2.3× slower factorizations; loaded through segapp it must not."""
+    SSE3 kernels (a third more processor time per factorization); loaded through segapp it
+    must not."""
     own = _openblas_of_cholmod()
     wanted = cholmod._openblas_coretype(*cholmod._cpu_flags())
     if wanted is None or os.environ.get("OPENBLAS_CORETYPE"):
