@@ -122,7 +122,21 @@ def foreground_threads() -> int:
     except (AttributeError, OSError):   # Windows
         return 1
     others = max(0.0, load - _own_load())
-    return max(1, min(cores, int(cores - others + 1.0)) - _busy[0])
+    threads = max(1, min(cores, int(cores - others + 1.0)) - _busy[0])
+    return min(threads, _cap[0]) if _cap[0] else threads
+
+
+@contextlib.contextmanager
+def factor_threads_at_most(threads: int) -> Iterator[None]:
+    """Within: :func:`foreground_threads` gives at most ``threads`` (a batch's worker
+    processes share the cores among them: the load of its sibling processes, all this
+    batch's, must not look like idle cores to each)."""
+    saved = _cap[0]
+    _cap[0] = threads
+    try:
+        yield
+    finally:
+        _cap[0] = saved
 
 
 #: (monotonic seconds, process processor seconds) samples of this process (:func:`_own_load`).
@@ -131,6 +145,7 @@ _usage: list[tuple[float, float]] = [(time.monotonic(), time.process_time())]
 #: and the factorizations running (whose BLAS threads :func:`busy_core` raises on its way out).
 _busy = [0]
 _factoring = [0]
+_cap = [0]          # factor_threads_at_most (0: no cap)
 _threads_lock = threading.RLock()
 
 

@@ -544,3 +544,13 @@ def test_a_freed_core_goes_to_the_factorization_running_then(monkeypatch):
     with direct.busy_core():
         pass
     assert given == [2] and direct._busy[0] == 0
+
+
+def test_a_batch_worker_factors_on_one_thread_however_idle_the_machine_looks(monkeypatch):
+    monkeypatch.setattr(direct.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(direct.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(direct, "_own_load", lambda: 0.0)
+    assert direct.foreground_threads() == 4
+    with direct.factor_threads_at_most(1):
+        assert direct.foreground_threads() == 1
+    assert direct.foreground_threads() == 4
