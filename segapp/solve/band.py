@@ -169,7 +169,8 @@ class BandSolver:
         t1 = time.perf_counter()
         for h in self._halves:
             h.rhs = b
-        _both(self._halves, lambda h: h.factor_forward(data))
+        with cholmod.blas_threads(1):   # the two halves hold the two cores already
+            _both(self._halves, lambda h: h.factor_forward(data))
         t2 = time.perf_counter()
         # A_SS, dense: the S rows' entries to S columns, from the upper triangle
         ns = c - a
