@@ -51,7 +51,7 @@ from ..graphs.image import (TV_ITERATIONS, TV_MIN_WEIGHT, _offset_slices, grid_o
                             statistic_rows)
 from ..graphs.masked_tv import masked_tv
 from ..result import Segmentation
-from ..solve.band import BandSolver, row_separator
+from ..solve.band import BandSolver, two_core_cut
 from .resolution import bilinear_at, nearest
 from .rounding_rule import RoundingRule
 
@@ -346,7 +346,7 @@ class _Pattern(threading.Thread):
             (H, W), offsets, unknown = self._args
             rows = max((abs(dy) for dy, _ in offsets), default=1)
             self._solver = BandSolver(self._graph.indptr, self._graph.indices,
-                                      row_separator(unknown, W, rows))
+                                      two_core_cut(unknown, W, rows))
         except BaseException as exc:   # noqa: BLE001 — raised again in the caller's thread
             self._error = exc
             return

@@ -79,6 +79,7 @@ def test_band_labels_equal_a_dense_full_resolution_harmonic_solve(monkeypatch, d
     if split and not B.cholmod.available():
         pytest.skip("the cut needs CHOLMOD")
     monkeypatch.setattr(B, "SPLIT_MIN", 0 if split else B.SPLIT_MIN)
+    monkeypatch.setattr("segapp.solve.direct.foreground_threads", lambda: 2)  # cores free
     H, W = 60, 80
     img, _ = disc_image(H, W)
     if denoise:

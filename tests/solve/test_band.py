@@ -95,3 +95,15 @@ def test_row_separator_declines_small_bands_and_wide_cuts(monkeypatch):
     everything = np.arange(H * W)                              # a whole grid: rows of W
     monkeypatch.setattr(B, "SPLIT_MAX_SEPARATOR", W - 1)
     assert B.row_separator(everything, W, 1) is None
+
+
+def test_the_band_is_cut_only_where_two_cores_are_free(monkeypatch):
+    """With the other core busy the halves would share one: no cut."""
+    import segapp.solve.band as B
+    import segapp.solve.direct as D
+    monkeypatch.setattr(B, "SPLIT_MIN", 0)
+    U = _rings_band(60, 70)
+    monkeypatch.setattr(D, "foreground_threads", lambda: 1)
+    assert B.two_core_cut(U, 70, 1) is None
+    monkeypatch.setattr(D, "foreground_threads", lambda: 2)
+    assert B.two_core_cut(U, 70, 1) == B.row_separator(U, 70, 1) is not None
