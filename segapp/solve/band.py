@@ -7,14 +7,14 @@ band itself (AMD: a strip's natural order). Measured on the coffee sample's band
 (452,664 unknowns, 2.2M entries in the upper triangle, 4 right-hand sides; load 1.0, 2 cores):
 analysis 0.26 s, factorization 0.62 s, solve 0.10 s, factor 159 MB. The analysis needs the
 pattern only, so :mod:`segapp.inputs.refine` runs it while the features are computed
-(:class:`BandSolver`). A band of :data:`SPLIT_MIN` unknowns or more is cut at an image row
-into two halves analysed and factored in two threads, joined exactly on the cut by its
-Schur complement (:class:`BandSolver`): the strips cross a row at a few places, so the cut
-is small (168 and 273 px for coffee's and astronaut's 631K and 822K-px bands), and each
-step's wall time about halves where two cores are free. Not cut: along its connected pieces (one holds 97%
-of coffee's band, 86% of astronaut's). Where CHOLMOD is missing, SciPy's SuperLU (minimum
-degree on ``AᵀA + A``) solves the same system, exactly and more slowly. Both release the
-GIL.
+(:class:`BandSolver`). Where two cores are free, a band of :data:`SPLIT_MIN` unknowns or
+more is cut at an image row into two halves analysed and factored in two threads, joined
+exactly on the cut by its Schur complement (:class:`BandSolver`, :func:`two_core_cut`): the
+strips cross a row at a few places, so the cut is small (168 and 273 px for coffee's and
+astronaut's 631K and 822K-px bands), and each step's wall time about halves. Not cut along
+its connected pieces: one holds 97% of coffee's band, 86% of astronaut's. Where CHOLMOD is
+missing, SciPy's SuperLU (minimum degree on ``AᵀA + A``) solves the same system, exactly and
+more slowly. Both release the GIL.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def row_separator(unknown: np.ndarray, width: int, reach: int) -> tuple[int, int
     larger = np.maximum(above, n - above - window)
     ok = (window > 0) & (window <= SPLIT_MAX_SEPARATOR) & (larger <= 0.65 * n)
     if not ok.any():
-        return None                                  # (an empty row: two bands, not cut)
+        return None     # (a row the band does not cross is no cut here: S must hold pixels)
     rows = np.flatnonzero(ok)
     r = int(rows[np.lexsort((window[rows], larger[rows]))[0]])
     return int(before[r]), int(before[r + reach])
