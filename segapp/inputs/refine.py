@@ -96,7 +96,8 @@ class Refinement:
     rule_agreement : float
         Share of the working band the rounding rule gives back.
     solver : str
-        "CHOLMOD (AMD)" or "SuperLU" (:func:`segapp.solve.band.solve_band`).
+        "CHOLMOD (AMD)", "CHOLMOD (AMD, 2 halves)" (the band cut in two: two cores) or
+        "SuperLU" (:class:`segapp.solve.band.BandSolver`).
     timings : dict
         Seconds per step: band, features, system, solve (waiting for the analysis, then
         factor and solve), labels in the caller's thread; pattern: building the band's

@@ -330,7 +330,8 @@ def solve_band(upper: sp.csr_matrix, b: np.ndarray, cancel: CancelToken = NEVER
     """``x = A⁻¹ b`` for the symmetric positive definite ``A`` whose upper triangle (CSR,
     sorted, diagonal included) is ``upper``: :func:`segapp.graphs.band.band_system`'s.
 
-    Returns ``x`` and a report: ``solver`` ("CHOLMOD (AMD)" or "SuperLU"), the seconds of
+    Returns ``x`` and a report: ``solver`` ("CHOLMOD (AMD)" or "SuperLU"; a
+    :class:`BandSolver` given a cut: "CHOLMOD (AMD, 2 halves)"), the seconds of
     each step, the factor's bytes. ``cancel`` is checked before the factorization (which
     runs to its end once started: under a second at 12 MP).
     """
