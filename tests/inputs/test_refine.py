@@ -158,6 +158,29 @@ def test_update_without_refine_and_the_cancelled_refinement():
     assert full.refinement is None               # nothing to refine at full resolution
 
 
+@pytest.mark.parametrize("polls", [1, 2, 3, 4, 5, 6])
+def test_a_cancelled_refinement_of_a_cut_band_leaves_no_thread(monkeypatch, polls):
+    """Cancelled at any of its polls, a refinement whose band is cut in two raises Cancelled
+    once its threads (the pattern's and the halves') have ended."""
+    import itertools
+    import threading
+
+    import segapp.solve.band as B
+    if not B.cholmod.available():
+        pytest.skip("the cut needs CHOLMOD")
+    monkeypatch.setattr(B, "SPLIT_MIN", 0)
+    monkeypatch.setattr("segapp.solve.direct.foreground_threads", lambda: 2)
+    sess, s, coarse = _disc_session()
+    count = itertools.count(1)
+    try:
+        out = sess.refine(coarse, s, cancel=lambda: next(count) >= polls)
+    except Cancelled:
+        pass
+    else:                          # fewer polls than this: it ran to its end
+        assert "2 halves" in out.refinement.solver
+    assert not [t for t in threading.enumerate() if t.name.startswith("segapp-band")]
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32])
 def test_the_strokes_dtype_does_not_change_the_edges(dtype):
     """Session.refine reads the caller's strokes without an int64 copy: the same labels."""
