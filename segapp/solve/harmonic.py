@@ -423,7 +423,8 @@ class HarmonicSolver:
                 return
             self._factoring = True
             try:
-                d.factor(fixed, cancel)
+                with direct.busy_core():   # a foreground factorization gets the other core
+                    d.factor(fixed, cancel)
             except (SolverError, MemoryError) as exc:
                 self.direct = None
                 self.direct_unavailable = f"the background factorization failed: {exc}"

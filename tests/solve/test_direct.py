@@ -554,3 +554,31 @@ def test_a_batch_worker_factors_on_one_thread_however_idle_the_machine_looks(mon
     with direct.factor_threads_at_most(1):
         assert direct.foreground_threads() == 1
     assert direct.foreground_threads() == 4
+
+
+def test_the_background_factorization_holds_a_core_while_it_runs(monkeypatch):
+    """An edit's own factorization (a refactor past the update's limits) meanwhile takes one
+    BLAS thread less, and the core back when the background one ends (busy_core)."""
+    if not cholmod.available():
+        pytest.skip(cholmod.unavailable_reason())
+    seen: list[int] = []
+    original = direct.DirichletFactor.factor
+
+    def factor(self, fixed, cancel=NEVER, threads=None):
+        if threads is None:                 # the background preparation's
+            seen.append(direct._busy[0])
+        return original(self, fixed, cancel, threads)
+
+    monkeypatch.setattr(direct.DirichletFactor, "factor", factor)
+    rng = np.random.default_rng(0)
+    img = rng.random((40, 50))
+    s = np.zeros((40, 50), int)
+    s[5, 5:20], s[30, 5:20] = 1, 2
+    session = segapp.Session(img)
+    session.update(s)
+    s[20, 30:45] = 1
+    session.update(s)
+    session.wait_prepared()
+    session.close()
+    assert seen and all(b >= 1 for b in seen)
+    assert direct._busy[0] == 0
