@@ -69,14 +69,25 @@ def row_separator(unknown: np.ndarray, width: int, reach: int) -> tuple[int, int
     return int(before[r]), int(before[r + reach])
 
 
+#: Most load of other work (cores, :func:`segapp.solve.direct.others_load`) under which a
+#: band is cut (:func:`two_core_cut`).
+CUT_MAX_OTHERS_LOAD = 0.5
+
+
 def two_core_cut(unknown: np.ndarray, width: int, reach: int) -> tuple[int, int] | None:
-    """:func:`row_separator`'s cut where two cores are free now
-    (:func:`segapp.solve.direct.foreground_threads`, as for the image's own
-    factorizations), else None: with the other core busy the two halves share one, and the
-    cut only adds its own work (at load 4–5 the halves took 0.1–0.5 s more processor time
-    than the whole band's solve, and no less wall time)."""
+    """:func:`row_separator`'s cut where two cores are free now, else None. Free: the load of
+    other work under :data:`CUT_MAX_OTHERS_LOAD` and no other thread of this process busy
+    (:func:`segapp.solve.direct.foreground_threads`). With another process on the other
+    core, even a niced one, the halves gained nothing here: the band's kernels are
+    memory-bound (AMD's, the small supernodes' updates) and the two cores share the memory's
+    bandwidth (coffee at 12 MP, load 1.5: 2.18 s cut against 2.02 s whole, wall and
+    processor alike; the halves' AMD or factorization in two threads no faster than one
+    after the other)."""
     from . import direct
-    return row_separator(unknown, width, reach) if direct.foreground_threads() >= 2 else None
+    others = direct.others_load()
+    if others is None or others >= CUT_MAX_OTHERS_LOAD or direct.foreground_threads() < 2:
+        return None
+    return row_separator(unknown, width, reach)
 
 
 class BandSolver:

@@ -117,13 +117,21 @@ def foreground_threads() -> int:
     keep the next edit's factorization on one thread; and less the threads of this process
     said to be busy now (:func:`busy_core`)."""
     cores = os.cpu_count() or 1
+    others = others_load()
+    if others is None:                  # Windows
+        return 1
+    threads = max(1, min(cores, int(cores - others + 1.0)) - _busy[0])
+    return min(threads, _cap[0]) if _cap[0] else threads
+
+
+def others_load() -> float | None:
+    """The load average less this process's own recent use of the processor
+    (:func:`_own_load`): the cores other work holds (None where there is no load average)."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):   # Windows
-        return 1
-    others = max(0.0, load - _own_load())
-    threads = max(1, min(cores, int(cores - others + 1.0)) - _busy[0])
-    return min(threads, _cap[0]) if _cap[0] else threads
+        return None
+    return max(0.0, load - _own_load())
 
 
 @contextlib.contextmanager

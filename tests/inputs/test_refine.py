@@ -80,6 +80,7 @@ def test_band_labels_equal_a_dense_full_resolution_harmonic_solve(monkeypatch, d
         pytest.skip("the cut needs CHOLMOD")
     monkeypatch.setattr(B, "SPLIT_MIN", 0 if split else B.SPLIT_MIN)
     monkeypatch.setattr("segapp.solve.direct.foreground_threads", lambda: 2)  # cores free
+    monkeypatch.setattr("segapp.solve.direct.others_load", lambda: 0.0)
     H, W = 60, 80
     img, _ = disc_image(H, W)
     if denoise:
@@ -170,6 +171,7 @@ def test_a_cancelled_refinement_of_a_cut_band_leaves_no_thread(monkeypatch, poll
         pytest.skip("the cut needs CHOLMOD")
     monkeypatch.setattr(B, "SPLIT_MIN", 0)
     monkeypatch.setattr("segapp.solve.direct.foreground_threads", lambda: 2)
+    monkeypatch.setattr("segapp.solve.direct.others_load", lambda: 0.0)
     sess, s, coarse = _disc_session()
     count = itertools.count(1)
     try:

@@ -103,7 +103,12 @@ def test_the_band_is_cut_only_where_two_cores_are_free(monkeypatch):
     import segapp.solve.direct as D
     monkeypatch.setattr(B, "SPLIT_MIN", 0)
     U = _rings_band(60, 70)
+    monkeypatch.setattr(D, "others_load", lambda: 0.0)
     monkeypatch.setattr(D, "foreground_threads", lambda: 1)
-    assert B.two_core_cut(U, 70, 1) is None
+    assert B.two_core_cut(U, 70, 1) is None                   # a thread of ours busy
     monkeypatch.setattr(D, "foreground_threads", lambda: 2)
     assert B.two_core_cut(U, 70, 1) == B.row_separator(U, 70, 1) is not None
+    monkeypatch.setattr(D, "others_load", lambda: 0.9)        # another process's work
+    assert B.two_core_cut(U, 70, 1) is None
+    monkeypatch.setattr(D, "others_load", lambda: None)       # no load average
+    assert B.two_core_cut(U, 70, 1) is None
