@@ -19,9 +19,9 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from . import methods
+from .blas import one_blas_thread
 from .cancel import CancelLike, CancelToken, wait_for
 from .errors import Cancelled, InvalidInputError, SolverError
 from .inputs.checks import (as_float_image, as_numeric_array, check_callback, check_confidence,
@@ -31,6 +31,7 @@ from .inputs.refine import image_noise, needs_refinement, refine as refine_edges
 from .inputs.resolution import (DEFAULT_MAX_PIXELS, enlarge_result, reduce_image,
                          reduce_strokes, working_shape)
 from .result import Segmentation
+from .solve.direct import busy_core
 
 #: Size of the copy a preview is solved on (:meth:`Session.update`): at 60K px a FAST-GE solve
 #: takes a few tenths of a second on 2 cores.
@@ -207,11 +208,12 @@ class Session:
             except BaseException as exc:   # noqa: BLE001 — raised in the caller's thread
                 box["error"] = exc
 
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             worker = threading.Thread(target=full, name="segapp-full-solve", daemon=True)
             worker.start()
             try:
-                coarse = self._preview(s, cancel, settings)
+                with busy_core():   # the full solve's factorization gets this core after it
+                    coarse = self._preview(s, cancel, settings)
                 if coarse is not None:
                     coarse.timings["total"] = time.perf_counter() - t
                     preview(coarse)
@@ -246,7 +248,7 @@ class Session:
         # (a 12 MP int64 copy cost 16 ms of every refinement)
         s = check_label_map(scribbles, self.shape, keep_dtype=True)
         try:
-            with threadpool_limits(limits=1, user_api="blas"):
+            with one_blas_thread():
                 if self._image_noise is None:       # the image's own: once per session
                     self._image_noise = image_noise(self.image, self.settings["color"])
                 return refine_edges(result, self.image, s, self.settings,

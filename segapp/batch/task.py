@@ -136,10 +136,14 @@ def segment_pair(task: Task) -> dict[str, Any]:
     """
     from threadpoolctl import threadpool_limits
 
+    from ..solve.direct import factor_threads_at_most
+
     t0 = time.perf_counter()
     row = _row(task)
     try:
-        with threadpool_limits(limits=1), _malloc_for_large_arrays():
+        # one thread per worker: the pool's processes hold the cores
+        with threadpool_limits(limits=1), factor_threads_at_most(1), \
+                _malloc_for_large_arrays():
             _run(task, row)
         row["status"] = "ok"
     except MemoryError:

@@ -56,8 +56,8 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from ..blas import one_blas_thread
 from ..cancel import CancelLike, CancelToken
 from ..errors import SolverError
 from ..inputs.checks import check_label_map
@@ -166,7 +166,7 @@ class Method(ABC):
         busy (~25% slower on an idle machine), and landmark FAST-GE on the Four-Moons data 3.9 s
         vs 31 s with OpenBLAS's default threads (``benchmarks/synthetic.py``).
         """
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return self.answer(self._read_strokes(scribbles, confidence), cancel, settings)
 
     def answer(self, strokes: Strokes, cancel: CancelToken, settings: Settings) -> Segmentation:

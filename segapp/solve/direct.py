@@ -47,15 +47,17 @@ the refactor is cheaper and is done instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 import warnings
 
+from collections.abc import Iterator
+
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from . import cholmod
 from ..cancel import NEVER, CancelToken
@@ -106,16 +108,73 @@ def factors_cold(n: int) -> bool:
 
 def foreground_threads() -> int:
     """BLAS threads for a factorization a person waits for: this core and those the last
-    minute left idle (``os.getloadavg``), at least 1. The supernodal factor's large dense
-    fronts gain from a second core; on a loaded machine a second thread only competes
-    (measured at 250K / 1.1M px, load 2.9 / 3.7 on 2 cores: 0.52–0.68 vs 0.67–0.75 s and
-    3.3–7.0 vs 3.2–4.8 s)."""
+    minute left idle, at least 1. The supernodal factor's large dense fronts gain from a
+    second core; on a loaded machine a second thread only competes (measured at 250K / 1.1M
+    px, load 2.9 / 3.7 on 2 cores: 0.52–0.68 vs 0.67–0.75 s and 3.3–7.0 vs 3.2–4.8 s).
+
+    "Idle" is the load average (``os.getloadavg``) less this process's own recent use of
+    the processor (:func:`_own_load`): the app's previous edit, counted as load, must not
+    keep the next edit's factorization on one thread; and less the threads of this process
+    said to be busy now (:func:`busy_core`)."""
     cores = os.cpu_count() or 1
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):   # Windows
         return 1
-    return max(1, min(cores, int(cores - load + 1.0)))
+    others = max(0.0, load - _own_load())
+    threads = max(1, min(cores, int(cores - others + 1.0)) - _busy[0])
+    return min(threads, _cap[0]) if _cap[0] else threads
+
+
+@contextlib.contextmanager
+def factor_threads_at_most(threads: int) -> Iterator[None]:
+    """Within: :func:`foreground_threads` gives at most ``threads`` (a batch's worker
+    processes share the cores among them: the load of its sibling processes, all this
+    batch's, must not look like idle cores to each)."""
+    saved = _cap[0]
+    _cap[0] = threads
+    try:
+        yield
+    finally:
+        _cap[0] = saved
+
+
+#: (monotonic seconds, process processor seconds) samples of this process (:func:`_own_load`).
+_usage: list[tuple[float, float]] = [(time.monotonic(), time.process_time())]
+#: Threads of this process that hold a core beside a factorization now (:func:`busy_core`),
+#: and the factorizations running (whose BLAS threads :func:`busy_core` raises on its way out).
+_busy = [0]
+_factoring = [0]
+_cap = [0]          # factor_threads_at_most (0: no cap)
+_threads_lock = threading.RLock()
+
+
+def _own_load() -> float:
+    """This process's processor use, in cores, over about the last minute (the load
+    average's window): from the oldest kept sample at most 60 s old (at least 1 s back)."""
+    now, cpu = time.monotonic(), time.process_time()
+    with _threads_lock:
+        _usage[:] = [u for u in _usage if now - u[0] <= 60.0] + [(now, cpu)]
+        t0, c0 = _usage[0]
+    return (cpu - c0) / (now - t0) if now - t0 >= 1.0 else 0.0
+
+
+@contextlib.contextmanager
+def busy_core() -> Iterator[None]:
+    """Within: another thread of this process holds a core (Session's preview beside the
+    full solve), so a factorization started meanwhile takes one BLAS thread less; on the way
+    out, one running then is given the freed core (CHOLMOD's own BLAS only,
+    :func:`segapp.solve.cholmod.blas_threads`; the factorization restores its threads when it
+    ends)."""
+    with _threads_lock:
+        _busy[0] += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:   # held: a factorization ending restores its threads under it
+            _busy[0] -= 1
+            if _factoring[0] > 0:
+                cholmod.set_blas_threads(foreground_threads())
 
 
 def available() -> bool:
@@ -261,8 +320,16 @@ class DirichletFactor:
         if threads is None:
             f.factorize(data)
         else:
-            with threadpool_limits(limits=threads, user_api="blas"):
+            threading_ = cholmod.blas_threads(threads, self.library)
+            with _threads_lock:
+                threading_.__enter__()
+                _factoring[0] += 1
+            try:
                 f.factorize(data)
+            finally:
+                with _threads_lock:     # busy_core may have raised them meanwhile
+                    _factoring[0] -= 1
+                    threading_.__exit__(None, None, None)
         fixed.flags.writeable = False
         cur = _Base(f, fixed)
         self._current = cur

@@ -258,3 +258,96 @@ def test_a_factorization_gives_the_thread_its_openmp_settings_back():
     th.join()
     assert seen["after"] == (3, 0, 2)
     assert seen["inside"] == (1, 1, 0)
+
+
+# -- BLAS (module doc): the kernels of this processor, threads of CHOLMOD's BLAS only ----------
+
+@pytest.mark.parametrize("flags, vendor, core", [
+    ({"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"},
+     "GenuineIntel", "SkylakeX"),
+    ({"avx", "avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"}, "AuthenticAMD",
+     "SkylakeX"),
+    ({"avx", "avx2", "fma", "avx512f"}, "GenuineIntel", "Haswell"),   # AVX-512 foundation only
+    ({"avx", "avx2", "fma"}, "GenuineIntel", "Haswell"),
+    ({"avx", "avx2", "fma"}, "AuthenticAMD", "Zen"),
+    ({"avx", "avx2"}, "GenuineIntel", "SandyBridge"),                 # no FMA
+    ({"sse4_2", "avx"}, "GenuineIntel", "SandyBridge"),
+    ({"sse4_2", "sse3"}, "GenuineIntel", None),
+    (set(), "", None),                                                 # not Linux
+])
+def test_the_openblas_kernels_follow_the_processors_instructions(flags, vendor, core):
+    assert cholmod._openblas_coretype(flags, vendor) == core
+
+
+def test_a_users_own_openblas_coretype_is_kept(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    with cholmod._blas_kernels():
+        assert os.environ["OPENBLAS_CORETYPE"] == "Haswell"
+    assert os.environ["OPENBLAS_CORETYPE"] == "Haswell"
+
+
+def test_the_openblas_coretype_is_set_only_while_the_library_loads(monkeypatch):
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    monkeypatch.setattr(cholmod, "_cpu_flags", lambda: ({"avx", "avx2", "fma"}, "GenuineIntel"))
+    with cholmod._blas_kernels():
+        assert os.environ["OPENBLAS_CORETYPE"] == "Haswell"
+    assert "OPENBLAS_CORETYPE" not in os.environ
+
+
+def _openblas_of_cholmod():
+    lib = cholmod.library()
+    own = cholmod._own_blas(lib) if lib is not None else None
+    if own is None:
+        pytest.skip(f"{cholmod.describe()}: its BLAS has no threads segapp can set")
+    return own
+
+
+@needs_cholmod
+def test_cholmods_openblas_runs_the_kernels_this_processor_has():
+    """Debian 12's OpenBLAS 0.3.21 does not know a Sapphire Rapids Xeon and fell back to its
+    SSE3 kernels (a third more processor time per factorization); loaded through segapp it
+    must not."""
+    own = _openblas_of_cholmod()
+    wanted = cholmod._openblas_coretype(*cholmod._cpu_flags())
+    if wanted is None or os.environ.get("OPENBLAS_CORETYPE"):
+        pytest.skip("no AVX on this processor, or the user chose the kernels")
+    info = own.info()[0]
+    if info.get("internal_api") != "openblas":
+        pytest.skip(f"CHOLMOD's BLAS is {info.get('internal_api')}")
+    assert info["architecture"].lower() not in ("prescott", "core2", "nehalem", "katmai")
+
+
+@needs_cholmod
+def test_cholmods_blas_threads_are_set_without_touching_numpys():
+    from threadpoolctl import threadpool_info
+
+    own = _openblas_of_cholmod()
+    path = own.info()[0]["filepath"]
+
+    def threads() -> dict[str, int]:
+        return {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                if i["user_api"] == "blas"}
+
+    before = threads()
+    others = {p: n for p, n in before.items() if p != path}
+    assert others, "NumPy's BLAS should be another library than CHOLMOD's"
+    with cholmod.blas_threads(1):
+        assert threads()[path] == 1
+        assert {p: n for p, n in threads().items() if p != path} == others
+        cholmod.set_blas_threads(2)
+        assert threads()[path] == 2
+    assert threads() == before
+
+
+def test_one_blas_thread_sets_every_blas_and_gives_them_back():
+    from threadpoolctl import threadpool_info
+
+    from segapp.blas import one_blas_thread
+
+    before = {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    with one_blas_thread():
+        inside = {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                  if i["user_api"] == "blas"}
+    assert set(inside) == set(before) and set(inside.values()) == {1}
+    assert {i["filepath"]: i["num_threads"] for i in threadpool_info()
+            if i["user_api"] == "blas"} == before

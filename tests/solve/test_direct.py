@@ -500,3 +500,85 @@ def test_edited_session_equals_a_fresh_one(history):
         fresh = segapp.Session(img, stable_refinement=False).update(s)
         np.testing.assert_array_equal(edited.labels, fresh.labels)
         np.testing.assert_allclose(edited.eigenvalues, fresh.eigenvalues, rtol=1e-8)
+
+
+# -- threads of a factorization a person waits for (foreground_threads, busy_core) -----------
+
+@pytest.mark.parametrize("load, own, busy, threads", [
+    (0.2, 0.0, 0, 4),     # idle: every core
+    (2.1, 0.0, 0, 2),     # two cores' worth of other work
+    (2.1, 1.9, 0, 4),     # ... that was this process's own previous edit
+    (0.2, 0.0, 1, 3),     # a thread of this process holds a core (the preview)
+    (9.0, 0.0, 1, 1),     # never below one
+])
+def test_a_factorization_takes_the_cores_others_leave(monkeypatch, load, own, busy, threads):
+    monkeypatch.setattr(direct.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(direct.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(direct, "_own_load", lambda: own)
+    monkeypatch.setattr(direct, "_busy", [busy])
+    assert direct.foreground_threads() == threads
+
+
+def test_this_process_own_load_is_its_processor_use_over_the_last_minute(monkeypatch):
+    clock = {"wall": 1000.0, "cpu": 50.0}
+    monkeypatch.setattr(direct.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(direct.time, "process_time", lambda: clock["cpu"])
+    monkeypatch.setattr(direct, "_usage", [])
+    assert direct._own_load() == 0.0              # no history yet
+    clock["wall"] += 10.0
+    clock["cpu"] += 15.0                           # 1.5 cores over 10 s
+    assert direct._own_load() == pytest.approx(1.5)
+    clock["wall"] += 100.0                         # the samples age out of the minute
+    assert direct._own_load() == 0.0
+
+
+def test_a_freed_core_goes_to_the_factorization_running_then(monkeypatch):
+    monkeypatch.setattr(direct, "foreground_threads", lambda: 2 - direct._busy[0])
+    given: list[int] = []
+    monkeypatch.setattr(direct.cholmod, "set_blas_threads", given.append)
+    monkeypatch.setattr(direct, "_busy", [0])
+    with direct.busy_core():
+        assert direct._busy[0] == 1
+    assert given == []                             # nothing was factoring: nothing set
+    monkeypatch.setattr(direct, "_factoring", [1])
+    with direct.busy_core():
+        pass
+    assert given == [2] and direct._busy[0] == 0
+
+
+def test_a_batch_worker_factors_on_one_thread_however_idle_the_machine_looks(monkeypatch):
+    monkeypatch.setattr(direct.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(direct.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(direct, "_own_load", lambda: 0.0)
+    assert direct.foreground_threads() == 4
+    with direct.factor_threads_at_most(1):
+        assert direct.foreground_threads() == 1
+    assert direct.foreground_threads() == 4
+
+
+def test_the_background_factorization_holds_a_core_while_it_runs(monkeypatch):
+    """An edit's own factorization (a refactor past the update's limits) meanwhile takes one
+    BLAS thread less, and the core back when the background one ends (busy_core)."""
+    if not cholmod.available():
+        pytest.skip(cholmod.unavailable_reason())
+    seen: list[int] = []
+    original = direct.DirichletFactor.factor
+
+    def factor(self, fixed, cancel=NEVER, threads=None):
+        if threads is None:                 # the background preparation's
+            seen.append(direct._busy[0])
+        return original(self, fixed, cancel, threads)
+
+    monkeypatch.setattr(direct.DirichletFactor, "factor", factor)
+    rng = np.random.default_rng(0)
+    img = rng.random((40, 50))
+    s = np.zeros((40, 50), int)
+    s[5, 5:20], s[30, 5:20] = 1, 2
+    session = segapp.Session(img)
+    session.update(s)
+    s[20, 30:45] = 1
+    session.update(s)
+    session.wait_prepared()
+    session.close()
+    assert seen and all(b >= 1 for b in seen)
+    assert direct._busy[0] == 0
