@@ -22,6 +22,7 @@ from scipy.cluster.vq import kmeans2, vq
 
 from ..cancel import CancelLike, CancelToken
 from .labels import STROKE_AGREEMENT, stroke_agreement
+from .local import local_move
 from .sweep import PREVIOUS_GATE
 
 #: Rows used for the k-means restarts on large images.
@@ -205,7 +206,9 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
                            *, objective: Callable[[Sequence[np.ndarray]], Sequence[float]]
                            | None = None,
                            gate: float = PREVIOUS_GATE, rng: np.random.Generator | None = None,
-                           cancel: CancelLike = None) -> np.ndarray:
+                           cancel: CancelLike = None, keep_better: bool = False,
+                           contradicting: np.ndarray | None = None,
+                           laplacian: sp.spmatrix | None = None) -> np.ndarray:
     """:func:`anchored_kmeans` from the strokes and, after an edit, from the previous answer.
 
     ``previous`` (n,) holds the label indices 0..k−1 of the previous edit's answer with the
@@ -220,12 +223,38 @@ def stable_anchored_kmeans(U: np.ndarray, sets: list[np.ndarray], previous: np.n
     the previous answer is used only if its objective is at most ``gate`` × that of the
     stroke-seeded run (:data:`PREVIOUS_GATE`). Returns the label index of every row.
 
+    Then, with ``objective``: given ``contradicting`` (the stroke pixels the previous answer
+    gave another label) and the data graph's ``laplacian``, the *local move* (the previous
+    answer changed to the chosen partition only on the regions that touch such a stroke,
+    :func:`~segapp.partition.local.local_move`) replaces the chosen partition where its
+    objective is at most the chosen one's; with ``keep_better`` the previous answer itself
+    does where its objective is lower still (FAST-GE's objective decides between partitions
+    that k-means, a heuristic in the embedding, did not compare).
+
     The within-label sums of squares are compared through the between-label term:
     ``Σ_a Σ_{i ∈ a} ‖U_i − mean_a‖² = Σ_i ‖U_i‖² − Σ_a ‖Σ_{i ∈ a} U_i‖² / |a|``, the first
     term the same for both, so only the per-label sums matter — and those of the second run
     are the first's moved by the rows whose label changed (a few hundred of 250K on the
     app's sample: the two runs' samples differ).
     """
+    chosen = _stable_choice(U, sets, previous, objective, gate, rng, cancel)
+    if previous is None or objective is None or not (keep_better or contradicting is not None):
+        return chosen
+    moved = (chosen if contradicting is None or laplacian is None
+             else local_move(previous, chosen, contradicting, laplacian))
+    own, cost, cost_moved = objective([previous, chosen, moved])
+    if cost_moved <= cost and not np.array_equal(moved, chosen):
+        chosen, cost = moved, cost_moved
+    if keep_better and own < cost:
+        return previous.copy()
+    return chosen
+
+
+def _stable_choice(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray | None,
+                   objective: Callable[[Sequence[np.ndarray]], Sequence[float]] | None,
+                   gate: float, rng: np.random.Generator | None,
+                   cancel: CancelLike) -> np.ndarray:
+    """The stroke-seeded or the previous-seeded run (:func:`stable_anchored_kmeans`)."""
     k = len(sets)
     codes, _, _ = anchored_kmeans(U, sets, rng=rng, cancel=cancel)
     if previous is None:

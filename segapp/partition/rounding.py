@@ -35,6 +35,7 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
                        colour_weight: float = COLOUR_WEIGHT,
                        posteriors: np.ndarray | None = None,
                        model_weight: float = MODEL_WEIGHT,
+                       keep_better: bool = False, local: bool = False,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Labels (user ids, flat), the embedding vectors of X, and each label's stroke agreement.
 
@@ -51,7 +52,12 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     the new strokes painted in, is itself within :data:`~segapp.partition.sweep.PREVIOUS_GATE` of
     the fresh answer in FAST-GE's objective (:func:`~segapp.partition.sweep.ratio_cut`). The answer
     then depends on the edit history, not only on the strokes; without ``previous`` (a new
-    session, :func:`segapp.segment`) it is the history-free one.
+    session, :func:`segapp.segment`) it is the history-free one. ``local`` and
+    ``keep_better`` add two candidates after such an edit, each kept where it scores better
+    in the rounding's objective: the previous answer changed only on the regions that touch
+    a stroke contradicting it (:mod:`~segapp.partition.local`), and the previous answer
+    itself (:func:`~segapp.partition.sweep.sweep_cut`,
+    :func:`~segapp.partition.kmeans.stable_anchored_kmeans`).
 
     ``colours`` (:class:`~segapp.partition.colour_model.ImageColours`): the sweep also
     weighs how well two Gaussian colour models explain the cut (``colour_weight``; issue 22).
@@ -61,11 +67,15 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     """
     k = cons.k
     U, _, V = embed(X, pencil)
-    before = None
+    before = contradicting = None
     if previous is not None:
         # searchsorted once per value, then a lookup (a search per pixel cost ~1 ms)
         lookup = np.searchsorted(np.asarray(cons.label_ids), np.arange(int(previous.max()) + 1))
         before = lookup.astype(np.int64)[previous]
+        if local:     # the stroke pixels the previous answer gave another label
+            contradicting = np.zeros(before.size, bool)
+            for a, S in enumerate(cons.sets):
+                contradicting[S[before[S] != a]] = True
         for a, S in enumerate(cons.sets):     # the previous answer with the new strokes
             before[S] = a
     codes = None
@@ -75,7 +85,9 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
         model = None if posteriors is None else model_costs(posteriors, low)
         mask = sweep_cut(x, pencil, cons, previous=None if before is None else before == low,
                          colours=colours, colour_weight=colour_weight,
-                         model=model, model_weight=model_weight).astype(np.int64)
+                         model=model, model_weight=model_weight,
+                         keep_better=keep_better,
+                         contradicting=contradicting).astype(np.int64)
         # The prefix is label 0's side if label 0's strokes are mostly in it.
         codes = mask ^ 1 if np.mean(mask[cons.sets[0]]) >= 0.5 else mask
         if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:
@@ -83,7 +95,9 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     if codes is None:
         codes = stable_anchored_kmeans(U, cons.sets, before,
                                        objective=lambda cs: ratio_cuts(cs, pencil, cons),
-                                       rng=np.random.default_rng(seed), cancel=cancel)
+                                       rng=np.random.default_rng(seed), cancel=cancel,
+                                       keep_better=keep_better,
+                                       contradicting=contradicting, laplacian=pencil.L)
     # A click cut off alone (shrinking bias): its region from the potentials (issue 22).
     codes = reround_degenerate(codes, V, pencil, cons)
     agreement = stroke_agreement(codes, cons.sets)

@@ -25,6 +25,7 @@ from scipy.ndimage import minimum_filter1d
 from ..strokes.constraints import Constraints
 from .colour_model import (COLOUR_WEIGHT, ImageColours, partition_colour_cost,
                            prefix_colour_costs, strokes_differ_in_colour)
+from .local import local_move
 from .model_cost import MODEL_WEIGHT, partition_model_cost, prefix_model_costs
 
 if TYPE_CHECKING:  # annotations only (see segapp.partition)
@@ -168,7 +169,8 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
               colours: ImageColours | None = None,
               colour_weight: float = COLOUR_WEIGHT,
               model: tuple[np.ndarray, np.ndarray] | None = None,
-              model_weight: float = MODEL_WEIGHT) -> np.ndarray:
+              model_weight: float = MODEL_WEIGHT, keep_better: bool = False,
+              contradicting: np.ndarray | None = None) -> np.ndarray:
     """Cheeger sweep (§4.6): boolean mask of the best prefix of the vertices sorted by ``x``.
 
     Minimises ``cut_G(S) / cut_H(S)`` with ``G = G_D + Ĝ_ML`` and ``H = K/n + Ĝ_CL``
@@ -191,6 +193,16 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     ``colour_weight = 0`` the same cut). ``model`` (the per-pixel costs ``(−log P_lo,
     −log P_hi)`` of the labels' own colour models, :func:`~segapp.partition.model_cost.model_costs`)
     adds ``model_weight · m(S)`` to that score the same way.
+
+    Two more candidates than the prefixes of the new order, after an edit (``previous``
+    given): with ``contradicting`` (boolean (n,): the stroke pixels the previous answer gave
+    the other side) the *local move* — the previous answer changed to the chosen cut only on
+    the regions of the change that touch such a stroke
+    (:func:`~segapp.partition.local.local_move`) — where it scores at least as well as the
+    best prefix; with ``keep_better`` the previous answer itself where it scores better than
+    the best prefix and the local move. The prefixes of one vector are not every cut: a new
+    stroke moves the order far from it as well, and a partition the new vector's order cannot
+    reach may be the better one in the sweep's own score.
     """
     ratio, order = sweep_ratios(x, pencil, constraints)
     n = x.shape[0]
@@ -203,15 +215,24 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     if model is not None and model_weight > 0:
         score = score + model_weight * prefix_model_costs(model, order)
     best = int(np.argmin(score))
-    if previous is not None and constraints is not None and gate < np.inf:
+    top = score[best]
+
+    def partition_score(side: np.ndarray) -> float:
+        """The prefix score of any two-sided partition (side: boolean (n,))."""
         # the two terms of ratio_cut are equal for two sides: each is the sweep's ratio
-        own = np.log(max(ratio_cut(previous.astype(np.int64), pencil, constraints) / 2,
+        own = np.log(max(ratio_cut(side.astype(np.int64), pencil, constraints) / 2,
                          np.finfo(float).tiny))
         if colours is not None and colour_weight > 0:
-            own += colour_weight * partition_colour_cost(colours.lab, previous)
+            own += colour_weight * partition_colour_cost(colours.lab, side)
         if model is not None and model_weight > 0:
-            own += model_weight * partition_model_cost(model, previous)
-        if own > np.log(gate) + score[best]:
+            own += model_weight * partition_model_cost(model, side)
+        return float(own)
+
+    before = previous
+    own = None
+    if previous is not None and constraints is not None and gate < np.inf:
+        own = partition_score(previous)
+        if own > np.log(gate) + top:
             previous = None
     if previous is not None:
         inside = np.cumsum(previous[order], dtype=np.int64)[: n - 1]  # previous side in S
@@ -225,6 +246,20 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
         best = int(near[np.argmax((inside + outside)[near])])
     mask = np.zeros(n, bool)
     mask[order[: best + 1]] = True
+    if before is None or constraints is None:
+        return mask
+    if contradicting is not None:
+        # the previous answer changed only where a contradicting stroke gives reason
+        # (segapp.partition.local), where no prefix scores better; within the tolerance
+        # instead, a wrong first answer crept towards the right one region by region
+        moved = local_move(before, mask, contradicting, pencil.L)
+        if not np.array_equal(moved, mask) and partition_score(moved) <= top:
+            mask = moved
+    if keep_better:
+        # the previous answer itself where no new cut scores better
+        own = partition_score(before) if own is None else own
+        if own < min(top, partition_score(mask)):
+            mask = before.copy()
     return mask
 
 

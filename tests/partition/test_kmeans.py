@@ -246,3 +246,48 @@ def test_stable_anchored_kmeans_follows_its_rule(seed, k):
                                  objective=lambda cs: [objective(c) for c in cs],
                                  rng=np.random.default_rng(seed))
     np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 4), local=st.booleans())
+def test_stable_anchored_kmeans_keeps_a_better_previous_answer_or_local_move(seed, k, local):
+    """``keep_better`` / ``contradicting`` (issue 31): the plain stable answer, replaced by the
+    local move (segapp.partition.local) where its objective is at most the answer's, then
+    by the previous answer where its objective is lower still (random objectives)."""
+    import scipy.sparse as sp
+
+    from segapp.partition.local import local_move
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    truth = rng.integers(0, k, n)
+    U = rng.standard_normal((n, 2)) * 1.2 + 2.0 * np.c_[np.cos(truth), np.sin(truth)]
+    sets = [rng.choice(np.flatnonzero(truth == a), 3, replace=False) for a in range(k)]
+    raw = rng.integers(0, k, n)
+    contradicting = np.zeros(n, bool)
+    for a, S in enumerate(sets):
+        contradicting[S[raw[S] != a]] = True
+    previous = raw.copy()
+    for a, S in enumerate(sets):
+        previous[S] = a
+    idx = np.arange(n - 1)
+    W = sp.csr_matrix((np.ones(n - 1), (idx, idx + 1)), shape=(n, n))
+    L = (sp.diags(np.asarray((W + W.T).sum(1)).ravel()) - W - W.T).tocsr()
+    costs = {}
+
+    def objective(cs):
+        return [costs.setdefault(c.tobytes(), float(rng.uniform(0.5, 60.0))) for c in cs]
+
+    plain = stable_anchored_kmeans(U, sets, previous, objective=objective,
+                                   rng=np.random.default_rng(seed))
+    got = stable_anchored_kmeans(U, sets, previous, objective=objective,
+                                 rng=np.random.default_rng(seed), keep_better=True,
+                                 contradicting=contradicting if local else None, laplacian=L)
+    want = plain
+    if local:
+        moved = local_move(previous, plain, contradicting, L)
+        if objective([moved])[0] <= objective([plain])[0]:
+            want = moved
+    if objective([previous])[0] < objective([want])[0]:
+        want = previous
+    np.testing.assert_array_equal(got, want)

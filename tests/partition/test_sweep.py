@@ -61,6 +61,18 @@ def test_sweep_cut_is_the_best_prefix_of_the_dense_pencil(seed, n, strokes):
         np.testing.assert_array_equal(mask, expected)
 
 
+def two_stroke_problem(seed: int, n: int):
+    """A random tiny graph with one stroke pixel of each of two labels, its pencil and the
+    pencil's dense pair."""
+    rng = np.random.default_rng(seed)
+    g = tiny_graph(rng, n)
+    lab = np.zeros(n, int)
+    lab[rng.choice(n, 2, replace=False)] = [1, 2]
+    cons = build_constraints(lab, g.degrees)
+    pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
+    return rng, g, cons, pencil, pencil.dense()
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(5, 70),
        tolerance=st.sampled_from([1.0, 1.5, 3.0]), gate=st.sampled_from([np.inf, 30.0, 3.0]))
@@ -71,13 +83,7 @@ def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, 
     previous answer on the most vertices (brute force over every prefix); tolerance 1 is the
     plain sweep. If the previous answer's own ratio is over ``gate`` × the best, the best
     prefix (the plain sweep)."""
-    rng = np.random.default_rng(seed)
-    g = tiny_graph(rng, n)
-    lab = np.zeros(n, int)
-    lab[rng.choice(n, 2, replace=False)] = [1, 2]
-    cons = build_constraints(lab, g.degrees)
-    pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
-    LG, LH = pencil.dense()
+    rng, g, cons, pencil, (LG, LH) = two_stroke_problem(seed, n)
     x = rng.standard_normal(n)
     previous = rng.random(n) < 0.5
     order = np.argsort(x, kind="stable")
@@ -209,3 +215,42 @@ def test_region_cuts_are_the_weights_of_the_edges_leaving_each_region(seed, k, q
             assert got[p, a] == pytest.approx(leaving, rel=1e-12, abs=1e-12)
             x = inside.astype(float)
             assert got[p, a] == pytest.approx(x @ dense @ x, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 40), local=st.booleans())
+def test_sweep_cut_keeps_a_better_previous_answer_or_local_move(seed, n, local):
+    """``keep_better`` / ``contradicting`` (issue 31), from the dense pencil: the plain
+    stable prefix, replaced by the local move (segapp.partition.local) where its ratio is at
+    most the best prefix's, then by the previous answer where its ratio is lower than both."""
+    from segapp.partition.local import local_move
+
+    rng, g, cons, pencil, (LG, LH) = two_stroke_problem(seed, n)
+
+    def ratio(side):
+        ind = side.astype(float)
+        return (ind @ LG @ ind) / max(ind @ LH @ ind, 1e-300)
+
+    x = rng.standard_normal(n)
+    raw = rng.random(n) < 0.5
+    low = cons.sets[0] if rng.random() < 0.5 else cons.sets[1]   # the side's strokes
+    contradicting = np.zeros(n, bool)
+    contradicting[low[~raw[low]]] = True
+    previous = raw.copy()
+    previous[low] = True
+    previous[np.setdiff1d(np.concatenate(cons.sets), low)] = False
+    order = np.argsort(x, kind="stable")
+    best = min(ratio(np.isin(np.arange(n), order[:p])) for p in range(1, n))
+    plain = sweep_cut(x, pencil, cons, previous=previous, gate=np.inf)
+    got = sweep_cut(x, pencil, cons, previous=previous, gate=np.inf, keep_better=True,
+                    contradicting=contradicting if local else None)
+    want = plain
+    if local:
+        moved = local_move(previous, plain, contradicting, g.laplacian)
+        if ratio(moved) <= best * (1 + 1e-12) and not np.array_equal(moved, plain):
+            want = moved
+    if ratio(previous) < min(best, ratio(want)) * (1 - 1e-12):
+        want = previous
+    elif ratio(previous) < min(best, ratio(want)) * (1 + 1e-12):
+        return                                                     # a tie to rounding
+    np.testing.assert_array_equal(got, want)
