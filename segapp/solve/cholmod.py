@@ -529,9 +529,13 @@ def _address(cdll: ctypes.CDLL, name: str) -> int | None:
         return None
 
 
-def _own_blas(lib: Library) -> "ThreadpoolController | None":
-    """threadpoolctl's controller of the BLAS ``lib`` calls (module doc, BLAS), or
-    None if it cannot be told apart from the others or has no threads to set."""
+def _own_blas(lib: Library | None) -> "ThreadpoolController | None":
+    """threadpoolctl's controller of the BLAS ``lib`` calls (module doc, BLAS; default: the
+    library in use), or None if there is no library, or its BLAS cannot be told apart from
+    the others or has no threads to set."""
+    lib = lib if lib is not None else library()
+    if lib is None:
+        return None
     if lib.path in _own_blas_cache:
         return _own_blas_cache[lib.path]
     found = None
@@ -557,16 +561,14 @@ def blas_threads(limits: int, lib: Library | None = None) -> contextlib.Abstract
     """Within: the BLAS of ``lib`` (default: the one in use) at ``limits`` threads, restored
     on the way out; NumPy's and SciPy's BLAS keep theirs. Nothing where that BLAS cannot be
     told apart or has no threads to set (CVXOPT's wheel links a serial ATLAS)."""
-    lib = lib if lib is not None else library()
-    own = _own_blas(lib) if lib is not None else None
+    own = _own_blas(lib)
     return contextlib.nullcontext() if own is None else own.limit(limits=limits)
 
 
 def set_blas_threads(limits: int, lib: Library | None = None) -> None:
     """Set the threads of ``lib``'s own BLAS (default: the library in use) from now on;
     nothing where it cannot be told apart (NumPy's must keep theirs)."""
-    lib = lib if lib is not None else library()
-    own = _own_blas(lib) if lib is not None else None
+    own = _own_blas(lib)
     if own is not None:
         for lc in own.lib_controllers:
             lc.set_num_threads(limits)
@@ -599,15 +601,8 @@ class Factor:
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, order: np.ndarray | None, *,
                  lib: Library | None = None) -> None:
-        self.library = lib if lib is not None else _load()
-        self._lib = self.library.cdll
-        n = int(indptr.shape[0] - 1)
-        self.n = n
-        self._indptr = np.ascontiguousarray(indptr, dtype=np.int32)
-        self._indices = np.ascontiguousarray(indices, dtype=np.int32)
-        self._factor: ctypes._Pointer | None = None
-        self._start()
-        lib_ = self._lib
+        self._bind(indptr, indices, lib)
+        n, lib_ = self.n, self._lib
         user = None if order is None else np.ascontiguousarray(order, dtype=np.int32)
         if user is None:
             self._set("method0_ordering", _AMD)
@@ -621,6 +616,17 @@ class Factor:
             raise SolverError("CHOLMOD did not make a supernodal analysis")
         self.perm = _array(f.contents.Perm, np.int32, n).astype(np.int64)
         self.factored = False
+
+    def _bind(self, indptr: np.ndarray, indices: np.ndarray, lib: Library | None) -> None:
+        """The library, the pattern (int32, contiguous) and a cholmod_common of its own: what
+        the constructor, :meth:`amd` and :meth:`copy` all start from (no factor yet)."""
+        self.library = lib if lib is not None else _load()
+        self._lib = self.library.cdll
+        self.n = int(indptr.shape[0] - 1)
+        self._indptr = np.ascontiguousarray(indptr, dtype=np.int32)
+        self._indices = np.ascontiguousarray(indices, dtype=np.int32)
+        self._factor: ctypes._Pointer | None = None
+        self._start()
 
     def _start(self) -> None:
         """A cholmod_common of this object's own (one per factor: one thread at a time each)."""
@@ -642,13 +648,7 @@ class Factor:
         sparse-factorable, for a matrix assembled from parts
         (:class:`segapp.solve.band.BandSolver`). Releases the GIL."""
         self = cls.__new__(cls)
-        self.library = lib if lib is not None else _load()
-        self._lib = self.library.cdll
-        self.n = int(indptr.shape[0] - 1)
-        self._indptr = np.ascontiguousarray(indptr, dtype=np.int32)
-        self._indices = np.ascontiguousarray(indices, dtype=np.int32)
-        self._factor = None
-        self._start()
+        self._bind(indptr, indices, lib)
         perm = np.empty(self.n, dtype=np.int32)
         A = self._sparse(np.zeros(self._indices.shape[0]))
         if self.n and not self._lib.cholmod_amd(ctypes.byref(A), None, 0, perm.ctypes.data,
@@ -660,10 +660,8 @@ class Factor:
         """An independent copy (the analysis, and the numbers if any): a new factor can be
         computed on it while this one still serves solves in another thread."""
         new = Factor.__new__(Factor)
-        new.library, new._lib, new.n, new.perm = self.library, self._lib, self.n, self.perm
-        new._indptr, new._indices = self._indptr, self._indices
-        new._factor = None
-        new._start()
+        new._bind(self._indptr, self._indices, self.library)   # the same arrays, no copy
+        new.perm = self.perm
         with self._lock:
             f = self._lib.cholmod_copy_factor(self._factor, new._common)
         if not f:
