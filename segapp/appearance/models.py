@@ -180,10 +180,15 @@ class LabelModels:
             out.append(hit)
         return out
 
-    def posteriors(self, weights: np.ndarray) -> np.ndarray:
+    def posteriors(self, weights: np.ndarray, log_priors: np.ndarray | None = None
+                   ) -> np.ndarray:
         """(n, k): every pixel's label posteriors under the labels' models fitted to
-        ``weights`` (b, k) (:func:`label_posteriors`)."""
-        return _posteriors(self.palette, [logs for _, logs in self.fit(weights)])
+        ``weights`` (b, k) (:func:`label_posteriors`), with the labels' prior
+        probabilities ``exp(log_priors)`` (k,) if given, else equal ones."""
+        logs = [logs for _, logs in self.fit(weights)]
+        if log_priors is not None:
+            logs = [None if lg is None else lg + lp for lg, lp in zip(logs, log_priors)]
+        return _posteriors(self.palette, logs)
 
 
 def _posteriors(palette: ColourPalette, logs: list[np.ndarray | None]) -> np.ndarray:

@@ -174,3 +174,27 @@ def test_label_models_keep_a_bounded_number_of_fits():
         kept.fit(pal.bin_weights(codes, 1))
     assert len(kept._fits) == LabelModels.KEPT
     assert kept.fit(np.zeros((len(pal.colours), 1))) == [(None, None)]
+
+
+def test_posteriors_with_label_priors_are_bayes_rule_on_the_equal_prior_ones():
+    """``LabelModels.posteriors(weights, log_priors)``: P(a | c) ∝ π_a p_a(c), checked
+    against the equal-prior posteriors multiplied by the priors and renormalised (the
+    densities cancel between the two), on overlapping colours where it matters."""
+    from segapp.appearance import LabelModels
+
+    img = _picture()
+    img[:, 25:35] = [0.5, 0.25, 0.5]                     # a band between the two colours
+    lab = lab_colours(np.clip(img, 0, 1)).astype(np.float64)
+    pal = ColourPalette.of(lab)
+    codes = np.full(pal.n, -1)
+    codes[np.arange(pal.n).reshape(40, 60)[5:30, 20:28].ravel()] = 0
+    codes[np.arange(pal.n).reshape(40, 60)[5:30, 32:40].ravel()] = 1
+    W = pal.bin_weights(codes, 2)
+    models = LabelModels(pal)
+    equal = models.posteriors(W)
+    for shares in ([0.9, 0.1], [0.03, 0.97], [0.5, 0.5]):
+        got = models.posteriors(W, np.log(shares))
+        want = equal * np.asarray(shares)
+        want /= want.sum(1, keepdims=True)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert np.abs(models.posteriors(W, np.log([0.9, 0.1])) - equal).max() > 0.1

@@ -61,13 +61,15 @@ def test_recall_round_trips_and_keeps_only_the_newest():
             == strokes_key(cons, {"seed": 0, "warm_start": False}))
     rng = np.random.default_rng(0)
     answers = [rng.choice([1, 2, 300], 48).astype(np.int32) for _ in keys]
-    for key, answer in zip(keys, answers):
-        memory.remember(cons, answer, key, m=2)
+    priors = [np.log(rng.dirichlet(np.ones(3))) for _ in keys]
+    for key, answer, prior in zip(keys, answers, priors):
+        memory.remember(cons, answer, key, m=2, priors=prior)
     assert memory.recall(keys[0]) is None and memory.recall(keys[1]) is None
-    for key, answer in zip(keys[2:], answers[2:]):
-        m, labels, _ = memory.recall(key)
+    for key, answer, prior in zip(keys[2:], answers[2:], priors[2:]):
+        m, labels, _, got = memory.recall(key)
         assert m == 2 and labels.dtype == np.int32
         np.testing.assert_array_equal(labels, answer)
+        np.testing.assert_array_equal(got, prior)           # the log priors it was solved with
     other = s.copy()
     other[0, 0] = 2
     assert strokes_key(_cons(other), {"seed": 0}) != keys[0]

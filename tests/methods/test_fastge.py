@@ -210,7 +210,13 @@ def test_warm_resolve_matches_a_cold_segment(edit):
     warm = sess.update(s2)
     assert warm.diagnostics.warm_start is True
     assert warm.diagnostics.converged
-    cold = segapp.segment(img, s2)
+    fresh = segapp.segment(img, s2)
+    assert np.mean(warm.labels == fresh.labels) >= 0.995
+    # the same history solved cold (label_shares: the second edit's colour posteriors take
+    # the first answer's label shares, so its pencil is the history's, not a fresh one's)
+    cold_sess = segapp.Session(img, warm_start=False)
+    cold_sess.update(s1)
+    cold = cold_sess.update(s2)
     assert cold.diagnostics.warm_start is False
     assert np.mean(warm.labels == cold.labels) >= 0.995
     assert accuracy(warm.labels, truth) >= 0.98
@@ -538,6 +544,67 @@ def test_the_solve_takes_the_colour_posteriors_weighted_by_the_strokes_reach():
                 if reach else prior.colour)
         np.testing.assert_allclose(prior.solve, want)
         assert (np.abs(prior.solve - prior.colour).max() > 0.05) == (reach > 0)
+
+
+def test_after_an_edit_the_solve_weighs_the_colours_by_the_previous_answers_label_shares():
+    """``label_shares``: after an edit that adds strokes the solve's prior is Bayes' rule with
+    each label's share of the previous answer as its prior probability (a reference from the
+    equal-prior posteriors and the answer's own counts); the sweep's data term keeps the
+    equal-prior posteriors; the first edit, ``label_shares=0`` and ``stable_refinement=False``
+    keep equal priors; undo gives back the prior (and eigenvalues) it was solved with."""
+    from segapp.strokes.constraints import build_constraints
+    from segapp.strokes.reading import read_strokes
+
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.6, 0.3, 0.5), 0.12)
+    img[:, 30:45] = img[:, :15]                      # label 2's colour on a quarter only
+    more = s.copy()
+    more[5:8, 48:56] = 2
+    for options, history in (({}, True), ({"label_shares": 0}, False),
+                             ({"stable_refinement": False}, False)):
+        method = FastGE.from_image(img, **options)
+        first = method.update(s)
+        cons = build_constraints(read_strokes(more, method.graph.n), method.graph.degrees)
+        priors = method._label_priors(cons)
+        assert (priors is not None) == history
+        prior = method._prior(cons, None, {}, priors)
+        want = prior.colour
+        if history:
+            share = np.bincount(first.labels.ravel() - 1, minlength=2) / first.labels.size
+            np.testing.assert_allclose(np.exp(priors), share)
+            want = prior.colour * share
+            want /= want.sum(1, keepdims=True)
+            assert np.abs(prior.solve - prior.colour).max() > 0.05
+        np.testing.assert_allclose(prior.solve, want, rtol=1e-9, atol=1e-12)
+        shown = method.update(more)
+        method.update(s)                                          # undo, then redo
+        again = method.update(more)
+        np.testing.assert_array_equal(again.labels, shown.labels)
+        np.testing.assert_allclose(again.eigenvalues, shown.eigenvalues, rtol=1e-6)
+    # the first edit of a method has no answer before it: equal priors
+    fresh = FastGE.from_image(img)
+    cons = build_constraints(read_strokes(s, fresh.graph.n), fresh.graph.degrees)
+    assert fresh._label_priors(cons) is None
+
+
+def test_a_far_patch_of_a_distinct_colour_is_still_found_after_edits():
+    """The label shares lower a small label's prior, but where its colour is distinct the
+    likelihood ratio still wins: a blue patch with no stroke inside the red side goes to the
+    (small) blue label after a second and a third edit too."""
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.03)
+    img[:, 36:] = (0.8, 0.2, 0.2)                    # blue is a band of a tenth of the image
+    img[5:15, 5:20] = (0.2, 0.3, 0.8)                # and a patch far inside the red side
+    s[:, :] = 0
+    s[20, 5], s[20, 32] = 1, 2
+    sess = segapp.Session(img)
+    sess.update(s)
+    s2 = s.copy()
+    s2[30:33, 40:55] = 1
+    s3 = s2.copy()
+    s3[35, 5:20] = 1
+    for state in (s2, s3):
+        labels = sess.update(state).labels
+        assert np.mean(labels[6:14, 6:19] == 2) > 0.9
+        assert strokes_keep_their_labels(labels, state)
 
 
 def test_the_colour_models_after_an_edit_history_are_a_fresh_methods():
