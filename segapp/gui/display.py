@@ -272,9 +272,9 @@ class Display(QObject):
             emit(self.message, "Fill paints a region of the segmentation: paint two labels "
                                "first and wait for it")
             return
-        labels, label, only = np.asarray(shown.labels), self.state.label, \
-            self.state.unlabelled_only
-        # 0.3 s at 12 MP (the region, then the new stroke map): off the GUI thread
+        label, only = self.state.label, self.state.unlabelled_only
+        # 0.3 s at 12 MP (the region, then the new stroke map): off the GUI thread, and so is
+        # the first read of a working answer's full-size labels (made when first read)
         self.edit_later("Filling a region", lambda m, mask: m.fill(mask, label, only),
-                        lambda: region_at(labels, y, x))
+                        lambda: region_at(np.asarray(shown.labels), y, x))
 
