@@ -19,7 +19,7 @@ from typing import Iterator
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPen, QPixmap
+from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import (
     QGraphicsEllipseItem,
     QGraphicsItem,
@@ -213,11 +213,21 @@ class Canvas(QGraphicsView):
         self._update_hint()
 
     def set_overlay(self, image: QImage | None) -> None:
-        """Segmentation colour layer (RGBA QImage the size of the image) or None to remove it.
+        """Segmentation colour layer (RGBA QImage) or None to remove it.
 
-        It is drawn at :meth:`AppState.overlay_opacity`, the opacity the exported overlay uses.
+        The layer is the size of the image, or of a working copy's answer (smaller: drawn
+        stretched over the image, nearest neighbour, as its labels are brought to full
+        size). It is drawn at :meth:`AppState.overlay_opacity`, the opacity the exported
+        overlay uses.
         """
-        self._overlay_item.setPixmap(_pixmap(image))
+        pixmap = _pixmap(image)
+        self._overlay_item.setPixmap(pixmap)
+        shape = None if self.model is None else self.model.shape
+        if pixmap.isNull() or shape is None or (pixmap.height(), pixmap.width()) == shape:
+            self._overlay_item.setTransform(QTransform())
+        else:
+            self._overlay_item.setTransform(QTransform.fromScale(
+                shape[1] / pixmap.width(), shape[0] / pixmap.height()))
         self._apply_opacity()
 
     @property

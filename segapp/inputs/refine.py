@@ -118,7 +118,7 @@ def needs_refinement(result: Segmentation) -> bool:
     return (getattr(result, "working_labels", None) is not None
             and result.method in HARMONIC_METHODS and not result.preview
             and getattr(result, "refinement", None) is None
-            and result.working_labels.shape != result.labels.shape)
+            and result.working_labels.shape != result.shape)
 
 
 def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
@@ -237,7 +237,7 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
 
     # 4. labels: the rule in the band, the working answer elsewhere, strokes kept
     t = time.perf_counter()
-    labels = np.array(result.labels, copy=True)
+    labels = result.labels_copy()
     flat = labels.ravel()
     new = ids[rule(x)].astype(flat.dtype)
     changed = int(np.count_nonzero(flat[unknown] != new))

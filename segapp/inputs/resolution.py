@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidInputError
-from ..result import Segmentation
+from ..result import Deferred, Segmentation
 
 #: Largest graph the session builds by default (≈ 2 s per solve on 2 cores; see README).
 DEFAULT_MAX_PIXELS = 500_000
@@ -258,7 +258,8 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
     ``vectors=False`` drops the eigenvectors (shape ``(H, W, 0)``) instead of interpolating
     them: a quick preview needs only the labels. The confidence map, if any, is interpolated
     bilinearly (nearest coarse pixel with ``vectors=False``) and is 1 on every painted pixel,
-    as at the working resolution.
+    as at the working resolution. The labels are made when first read too
+    (:class:`~segapp.result.Deferred`; ``working_labels`` holds the working answer's).
     """
     H, W = scribbles.shape
     h, w = result.labels.shape
@@ -266,9 +267,21 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
         return result
     yi = np.minimum((np.arange(H) * h) // H, h - 1)
     xi = np.minimum((np.arange(W) * w) // W, w - 1)
-    labels = nearest(result.labels, (H, W))   # then the painted pixels keep their label
+    small_labels = result.labels
     painted = scribbles > 0
-    np.copyto(labels, scribbles, where=painted, casting="unsafe")
+    # the painted pixels' ids, kept apart from the caller's array (which may change before
+    # the labels are made): a copy where it is small (the app's uint8), else only the ids
+    marks = (scribbles.copy() if scribbles.itemsize == 1 else
+             (np.flatnonzero(painted), scribbles[painted]))
+
+    def enlarge_labels() -> np.ndarray:
+        labels = nearest(small_labels, (H, W))   # then the painted pixels keep their label
+        if isinstance(marks, tuple):
+            labels.ravel()[marks[0]] = marks[1]
+        else:
+            np.copyto(labels, marks, where=painted, casting="unsafe")
+        return labels
+
     small = result.eigenvectors
     if vectors:
         result.working_eigenvectors = small    # heat maps' colour ranges need no more
@@ -285,7 +298,8 @@ def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
         return conf
 
     result.map_confidence(enlarge_confidence)   # when first read
-    result.working_labels = result.labels      # what segapp.inputs.refine starts from
-    result.labels = labels
+    result.working_labels = small_labels      # what segapp.inputs.refine starts from
+    # made when first read: the app draws the working answer from working_labels first
+    result.labels = Deferred(enlarge_labels, (H, W), small_labels.dtype)
     result.eigenvectors = V
     return result

@@ -61,10 +61,27 @@ class Result:
         return _unenlarged_vectors(self.segmentation)
 
     @property
+    def screen_labels(self) -> np.ndarray:
+        """The labels to draw: a working answer shown hatched (:attr:`preview`) while its
+        edges are solved again, from its own labels if the full-size ones are not made yet
+        (:class:`segapp.result.Deferred`: the same picture at nearest neighbour, the strokes
+        drawn over it); else :attr:`labels`."""
+        seg = self.segmentation
+        small = getattr(seg, "working_labels", None)
+        if self.preview and small is not None and not getattr(seg, "labels_made", True):
+            return small
+        return self.labels
+
+    @property
     def nbytes(self) -> int:
-        """Labels plus the float32 eigenvectors at full size, whether enlarged yet or not."""
-        labels = np.asarray(self.segmentation.labels)
-        return int(labels.nbytes + 4 * labels.size * self.n_vectors)
+        """Labels plus the float32 eigenvectors at full size, whether made yet or not."""
+        seg = self.segmentation
+        if hasattr(seg, "labels_nbytes"):   # a Segmentation: nothing made to count it
+            nbytes, size = seg.labels_nbytes, int(np.prod(seg.shape))
+        else:
+            labels = np.asarray(seg.labels)
+            nbytes, size = labels.nbytes, labels.size
+        return int(nbytes + 4 * size * self.n_vectors)
 
 
 def make_result(segmentation: Any, seconds: float, preview: bool = False,

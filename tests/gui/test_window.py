@@ -495,3 +495,46 @@ def test_a_preview_is_drawn_hatched_and_its_answer_solid(qtbot, make_window, tmp
             assert (alpha[gap] == 0).all() and (alpha[~gap] > 0).all()
         else:
             assert (alpha > 0).all()
+
+
+def test_a_working_answer_is_drawn_from_its_own_labels_over_the_whole_photo(
+        qtbot, make_window, tmp_path):
+    """A working copy's answer (hatched) is on screen before its full-size labels are made
+    (they are made after, for its edges): its layer is the working copy's, stretched over the
+    photo, the colours of the labels it will have."""
+    import segapp
+    from segapp.live.results import make_result
+    rng = np.random.default_rng(5)
+    img = np.clip(rng.normal(128, 20, (90, 120, 3)), 0, 255).astype(np.uint8)
+    img[:, 60:] //= 3
+    path = tmp_path / "wide.png"
+    Image.fromarray(img).save(path)
+    win = make_window(path)
+    s = np.zeros((90, 120), np.uint8)
+    s[10:12, 5:40], s[70:72, 80:115] = 1, 2
+    seg = segapp.Session(img, max_pixels=2700).update(s, refine=False)   # 45 × 60
+    assert not seg.labels_made
+    win.state.shown = make_result(seg, 0.1, preview=True).shown(("test", "working"))
+    qtbot.waitUntil(lambda: not win.canvas._overlay_item.pixmap().isNull(), timeout=10_000)
+    item = win.canvas._overlay_item
+    assert (item.pixmap().height(), item.pixmap().width()) == seg.working_labels.shape
+    assert not seg.labels_made                      # nothing full-size was made to draw it
+    rect = item.mapRectToScene(item.boundingRect())
+    assert (rect.width(), rect.height()) == (120, 90)
+    # the stretched layer's colour at the centre of every full-size pixel is the colour of
+    # that pixel's label once made (nearest neighbour), the strokes aside
+    from PySide6.QtGui import QImage
+    img_l = item.pixmap().toImage().convertToFormat(QImage.Format_RGBA8888)
+    h, w = img_l.height(), img_l.width()
+    layer = np.frombuffer(img_l.constBits(), np.uint8, img_l.sizeInBytes()).reshape(
+        h, img_l.bytesPerLine())[:, : 4 * w].reshape(h, w, 4)
+    labels = seg.labels
+    yy, xx = np.mgrid[0:90, 0:120]
+    at = layer[((yy + 0.5) * h / 90).astype(int), ((xx + 0.5) * w / 120).astype(int)]
+    shown = at[..., 3] > 0                           # the hatching's gaps aside
+    seen = {}
+    for lab in (1, 2):
+        c = {tuple(v) for v in at[shown & (labels == lab) & (s == 0), :3]}
+        assert len(c) == 1, (lab, c)
+        seen[lab] = c.pop()
+    assert seen[1] != seen[2]

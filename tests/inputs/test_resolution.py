@@ -169,3 +169,36 @@ def test_painted_pixels_are_numpys_nonzero(h, w, dtype, density, seed):
     s = np.where(rng.random((h, w)) < density, rng.integers(1, 120, (h, w)), 0).astype(dtype)
     for got, want in zip(painted_pixels(s), np.nonzero(s)):
         np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(h=st.integers(1, 12), w=st.integers(1, 12), fy=st.integers(1, 5), fx=st.integers(1, 5),
+       dtype=st.sampled_from([np.uint8, np.int32, np.int64]), seed=st.integers(0, 2**32 - 1))
+def test_enlarged_labels_are_made_when_read_as_a_loop_makes_them(h, w, fy, fx, dtype, seed):
+    """A working answer brought back: its labels are deferred (shape and bytes known at
+    once), made on the first read as nearest neighbour of the working labels with every
+    painted pixel's own id (a loop over the fine pixels, the module's cell rule), and a
+    change to the caller's strokes after the answer does not reach them."""
+    from segapp.inputs.resolution import enlarge_result
+    from segapp.result import Segmentation
+    rng = np.random.default_rng(seed)
+    H, W = h * fy + int(rng.integers(0, fy)), w * fx + int(rng.integers(0, fx))
+    if (H, W) == (h, w):
+        return
+    small = rng.integers(1, 5, (h, w)).astype(np.int32)
+    s = np.where(rng.random((H, W)) < 0.2, rng.integers(1, 5, (H, W)), 0).astype(dtype)
+    seg = enlarge_result(Segmentation(small, (1, 2, 3, 4), np.zeros((h, w, 1), np.float32),
+                                      np.zeros(1)), s)
+    assert not seg.labels_made
+    assert seg.shape == (H, W) and seg.labels_nbytes == H * W * 4
+    expected = np.empty((H, W), np.int32)
+    for y in range(H):
+        for x in range(W):
+            expected[y, x] = s[y, x] if s[y, x] else small[y * h // H, x * w // W]
+    copy = seg.labels_copy()
+    s[:] = 9                                  # the caller paints on
+    assert not seg.labels_made                # a copy to change leaves them deferred
+    np.testing.assert_array_equal(copy, expected)
+    np.testing.assert_array_equal(seg.labels, expected)
+    assert seg.labels_made and seg.labels.dtype == np.int32
+    assert seg.working_labels is small

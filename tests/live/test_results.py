@@ -76,3 +76,28 @@ def test_the_sharp_answer_takes_the_working_answers_colour_ranges_and_a_preview_
     assert calls == [] and result.vmax == working.vmax and not result.preview
     other = make_result(_big_result(), 0.0, like=working)    # other vectors: computed
     assert len(calls) == other.n_vectors
+
+
+def test_counting_and_drawing_a_working_answer_make_no_full_size_labels():
+    """The app keeps and draws a working answer (hatched) without making its full-size
+    labels: the cache counts their bytes from their shape, the overlay is drawn from the
+    working labels; once they are made (its edges' refinement reads them), those are drawn."""
+    img = noisy_image(1, (120, 160))[0]
+    s = np.zeros(img.shape[:2], np.int32)
+    s[20, 10:60], s[100, 100:150] = 1, 2
+    seg = segapp.Session(img, max_pixels=5000).update(s, refine=False)
+    working = make_result(seg, 0.0, preview=True)
+    assert working.nbytes == 120 * 160 * 4 * (1 + working.n_vectors)
+    assert working.screen_labels is seg.working_labels
+    final = make_result(seg, 0.0)              # not hatched: the full-size labels
+    assert not seg.labels_made
+    assert final.screen_labels.shape == (120, 160) and seg.labels_made
+    assert working.screen_labels is seg.labels
+    again = segapp.Session(img, max_pixels=5000).update(s, refine=False)
+    assert not again.labels_made               # pickled (process pools): made on the way
+    np.testing.assert_array_equal(pickle_round_trip(again).labels, seg.labels)
+
+
+def pickle_round_trip(obj):
+    import pickle
+    return pickle.loads(pickle.dumps(obj))
