@@ -106,8 +106,9 @@ class LiveSegmenter:
     def solve(self, req: Request) -> Segmentation:
         """Run in the worker thread: (re)build the session if needed, then update it.
 
-        A working copy's eigenvectors are brought to full size here, where the widget's
-        GUI thread (which shows them as layers) does not wait for them."""
+        A working copy's labels and eigenvectors are brought to full size here, where the
+        widget's GUI thread (which shows them as layers) does not wait for them."""
         seg = self.engine.solve(req)
+        np.asarray(seg.labels)
         np.asarray(seg.eigenvectors)
         return seg
