@@ -477,6 +477,16 @@ class _Base:
         return self._supernodes
 
 
+def _rows_taken(A: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``A[rows]`` (n × m) as the column-major array CHOLMOD's dense matrices are: one
+    contiguous gather per column instead of a row gather and a transposing copy (0.5 MP × 4:
+    30 → 11 ms; the inverse permutation's scatter 14 → 8 ms)."""
+    out = np.empty((rows.shape[0], A.shape[1]), order="F")
+    for j in range(A.shape[1]):
+        np.take(A[:, j], rows, out=out[:, j])
+    return out
+
+
 def _lower_csc(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pattern of ``tril(M)`` of a symmetric CSR matrix with sorted indices in CSC form
     as ``(indptr, rows, cols, keep)``, int32 indices; ``M.data[keep]`` are its values in that
@@ -608,20 +618,19 @@ class _Update:
               token: CancelToken) -> np.ndarray:
         """``Ã(fixed)⁻¹ b`` from the base factor ``f`` (the module doc's bordered formula)."""
         squeeze = np.ndim(b) == 1
-        B = np.array(b, dtype=np.float64, copy=True).reshape(d.n, -1)
-        b_R = B[self.R].copy()
-        B[self.N] = 0.0           # the base system's rows there are pinned / kept apart
-        B[self.R] = 0.0
-        U = f.solve_L(B[d.perm])
+        B = np.asarray(b, dtype=np.float64).reshape(d.n, -1)
+        b_R = B[self.R]
+        PB = _rows_taken(B, d.perm)   # in the factor's order
+        PB[d.iperm[self.N]] = 0.0     # the base system's rows there are pinned / kept apart
+        PB[d.iperm[self.R]] = 0.0
+        U = f.solve_L(PB)
         token.check()
         Z, rows = self.Z, self.reach_rows
         sol = la.lu_solve(self.lu, self.rhs(Z.T @ U[rows], b_R), check_finite=False)
         nb = self.Bd.size
         mu, x_R = sol[:nb], sol[nb:]
         U[rows] += Z[:, :nb] @ mu - Z[:, nb:] @ x_R[self.Rb]
-        y = f.solve_Lt(U)
-        x = np.empty_like(y)
-        x[d.perm] = y
+        x = _rows_taken(f.solve_Lt(U), d.iperm)   # x[perm] = y, as a gather
         x[self.R] = x_R
         return x[:, 0] if squeeze else x
 
