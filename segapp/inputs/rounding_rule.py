@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..partition.labels import label_sums
+
 
 @dataclass(frozen=True)
 class RoundingRule:
@@ -61,11 +63,8 @@ class RoundingRule:
             sel = slice(None) if unpainted is None else unpainted
             return cls(*_best_threshold(V[sel, 0], codes[sel]))
         U = _unit_rows(V)
-        counts = np.bincount(codes, minlength=k).astype(np.float64)
-        # per column, as np.add.at would sum them (the same order: the same bits), 2x faster
-        sums = np.zeros((k, V.shape[1]))
-        for j, u in enumerate(np.ascontiguousarray(U.T)):
-            sums[:, j] = np.bincount(codes, weights=u, minlength=k)
+        # in row order, as np.add.at would sum them (the same bits)
+        counts, sums = label_sums(U, codes, k)
         P = sums / np.maximum(counts, 1.0)[:, None]
         return cls(prototypes=P)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .labels import label_sums
+
 
 def rounding_confidence(codes: np.ndarray, V: np.ndarray, sets: list[np.ndarray]) -> np.ndarray:
     """Per-vertex confidence in [0, 1]: distance to the rounding's boundary, painted = 1.
@@ -42,9 +44,8 @@ def rounding_confidence(codes: np.ndarray, V: np.ndarray, sets: list[np.ndarray]
         W = V.astype(np.float32)
         if W.shape[1] > 1:
             W /= np.maximum(np.sqrt(np.einsum("ij,ij->i", W, W)), 1e-30)[:, None]
-        mass = np.bincount(codes, minlength=k).astype(float)
-        C = np.stack([np.bincount(codes, weights=W[:, j], minlength=k) for j in range(W.shape[1])],
-                     axis=1) / np.maximum(mass, 1.0)[:, None]
+        mass, sums = label_sums(W, codes, k)
+        C = sums / np.maximum(mass, 1.0)[:, None]
         cc = np.einsum("aj,aj->a", C, C)
         sep = np.sqrt(np.maximum(cc[:, None] - 2 * C @ C.T + cc[None, :], 0.0))   # k × k
         # ‖u − c_b‖² − ‖u − c_a‖² = D_b − D_a with D_b = ‖c_b‖² − 2 u·c_b (‖u‖² cancels)

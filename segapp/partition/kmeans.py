@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2, vq
 
 from ..cancel import CancelLike, CancelToken
-from .labels import STROKE_AGREEMENT, stroke_agreement
+from .labels import STROKE_AGREEMENT, label_sums, stroke_agreement
 from .local import local_move
 from .sweep import PREVIOUS_GATE
 
@@ -261,7 +261,7 @@ def _stable_choice(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray |
         return codes
     # The gate's objective reads the whole graph: it is asked last, only when the previous
     # answer's run found a different partition that wins (the same answer as asking first).
-    mass_p, sums_p = _label_sums(U, previous, k)
+    mass_p, sums_p = label_sums(U, previous, k)
     with np.errstate(invalid="ignore", divide="ignore"):   # an empty region: NaN, as .mean()
         seeds = sums_p / mass_p[:, None]
     other, _, _ = anchored_kmeans(U, sets, seeds=seeds, rng=rng, cancel=cancel)
@@ -281,26 +281,14 @@ def _stable_choice(U: np.ndarray, sets: list[np.ndarray], previous: np.ndarray |
     return other
 
 
-def _label_sums(U: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row count (k,) and row sum (k × m) of U over each label of ``codes`` (0..k−1).
-
-    The sums are ``Pᵀ U`` with the assignment's indicator matrix ``P`` held sparse (one entry
-    per row): one sequential pass over U, in row order as :func:`numpy.bincount` adds (the
-    same sums), without a strided copy per column (2× faster at 250K × 4).
-    """
-    n = codes.shape[0]
-    mass = np.bincount(codes, minlength=k).astype(float)
-    P = sp.csc_matrix((np.ones(n), codes, np.arange(n + 1)), shape=(k, n))
-    return mass, np.asarray(P @ U)
-
-
 def _moved_sums(U: np.ndarray, before: np.ndarray, after: np.ndarray, mass: np.ndarray,
                 sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_label_sums` of ``after`` from those of ``before``: only the rows that moved."""
+    """:func:`~segapp.partition.labels.label_sums` of ``after`` from those of ``before``:
+    only the rows that moved."""
     moved = np.flatnonzero(before != after)
     k = len(mass)
-    gone_m, gone_s = _label_sums(U[moved], before[moved], k)
-    come_m, come_s = _label_sums(U[moved], after[moved], k)
+    gone_m, gone_s = label_sums(U[moved], before[moved], k)
+    come_m, come_s = label_sums(U[moved], after[moved], k)
     return mass - gone_m + come_m, sums - gone_s + come_s
 
 
