@@ -195,8 +195,8 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     reach = max(max(dy, abs(dx)) for dy, dx in offsets) if offsets else 1
     try:
         step = max(1, H // STATISTICS_ROWS)
-        feats = _band_features(image, settings["color"], settings["denoise"], cells, reach,
-                               cancel, noise, statistic_rows((H, W), offsets, step))
+        feats = band_features(image, settings["color"], settings["denoise"], cells, reach,
+                              cancel, noise, statistic_rows((H, W), offsets, step))
         sigma = settings["sigma"]
         if sigma is None:
             sigma = sigma_rule(mean_neighbour_distance(feats, offsets, step),
@@ -260,8 +260,8 @@ def image_noise(image: np.ndarray, color: bool) -> float:
 
 
 def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndarray,
-                  reach: int = 1, cancel: CancelToken = NEVER,
-                  noise: float | None = None) -> np.ndarray:
+                  reach: int = 1, cancel: CancelToken = NEVER, noise: float | None = None,
+                  rows: np.ndarray | None = None) -> np.ndarray:
     """The graph's features at full resolution, total-variation filtered where the band
     (the working cells ``cells`` brought up) needs them, as
     :func:`segapp.graphs.image.denoise_features` filters the whole image: same weight
@@ -269,17 +269,10 @@ def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndar
     The filter runs on the pixels the band's rows read (``reach`` px beyond it) widened by
     :data:`TV_MARGIN` px (:func:`tv_domain`), as one domain
     (:func:`segapp.graphs.masked_tv.masked_tv`); elsewhere the features are unfiltered.
-    ``noise``: :func:`image_noise`, if known."""
-    return _band_features(image, color, denoise, cells, reach, cancel, noise)
-
-
-def _band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndarray,
-                   reach: int = 1, cancel: CancelToken = NEVER, noise: float | None = None,
-                   rows: np.ndarray | None = None) -> np.ndarray:
-    """:func:`band_features`; with ``rows`` (image rows), where it filters, only the filter's
-    domain and these rows are filled (the rest of the array is left unset, never read by
-    :func:`refine`: the band's rows read the domain, σ's statistic these rows), which spares
-    a copy of the whole image (0.1 s and 145 MB at 12 MP)."""
+    ``noise``: :func:`image_noise`, if known. With ``rows`` (image rows), where it filters,
+    only the filter's domain and these rows are filled (the rest of the array is left unset,
+    never read by :func:`refine`: the band's rows read the domain, σ's statistic these
+    rows), which spares a copy of the whole image (0.1 s and 145 MB at 12 MP)."""
     feats = image_features(image, color)
     if not denoise:
         return feats

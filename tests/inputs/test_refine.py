@@ -288,7 +288,7 @@ def test_the_refinements_features_are_band_features_where_it_reads_them():
     cells = ndi.binary_dilation(R._label_edges(nearest(disc, (h, w))), np.ones((3, 3), bool))
     rows = np.array([0, 7, 8, 100])
     whole = R.band_features(img, True, 1.0, cells, reach=1)
-    part = R._band_features(img, True, 1.0, cells, reach=1, rows=rows)
+    part = R.band_features(img, True, 1.0, cells, reach=1, rows=rows)
     domain = R.tv_domain(cells, (H, W), 1)
     np.testing.assert_array_equal(part.reshape(H * W, -1)[domain],
                                   whole.reshape(H * W, -1)[domain])
