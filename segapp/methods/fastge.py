@@ -284,13 +284,15 @@ class FastGE(GraphMethod):
                 agreement = stroke_agreement(np.searchsorted(cons.label_ids, labels),
                                              cons.sets)
             else:
-                priors = self._label_priors(cons) if rounds else None
+                # the answer this edit adds to (unpacked once: the priors and the rounding)
+                previous = self.answers.tie_breaker(cons) if o["stable_refinement"] else None
+                priors = self._label_priors(cons, previous) if rounds else None
                 for r in range(max(rounds, 1)):
                     if r:
                         learned = labels
                     prior = self._prior(cons, learned, timings, priors) if rounds else None
                     m, (lam, X, diag), (labels, V, agreement) = self._solve_and_round(
-                        pencil, cons, m, soft, cancel, timings, prior)
+                        pencil, cons, m, soft, cancel, timings, prior, previous)
         self.answers.remember(cons, labels, key, m, learned, priors if rounds else None)
         codes = strokes.codes(labels)   # before the strokes are clamped
         sets, shape = cons.sets, g.shape
@@ -375,11 +377,13 @@ class FastGE(GraphMethod):
         timings["appearance"] = timings.get("appearance", 0.0) + time.perf_counter() - t
         return LabelPriors(solve, colour)
 
-    def _label_priors(self, cons: Constraints) -> np.ndarray | None:
+    def _label_priors(self, cons: Constraints, before: np.ndarray | None
+                      ) -> np.ndarray | None:
         """(k,) the labels' log prior probabilities in the solve's colour posteriors after an
         edit that only adds strokes: ``label_shares`` × log of each label's share of the
-        previous answer (the tie-breaker of stable refinement), or None (equal priors: the
-        option off, stable refinement off, or no previous answer for these labels).
+        previous answer ``before`` (the tie-breaker of stable refinement, user ids), or None
+        (equal priors: the option off, stable refinement off, or no previous answer for
+        these labels).
 
         Bayes' rule: ``P(a | colour) ∝ π_a p_a(colour)``. Equal priors say every label is as
         likely as any other at every pixel, so a label painted on a small region, whose
@@ -389,10 +393,7 @@ class FastGE(GraphMethod):
         with them a small label claims a patch only where its colour is likelier by more
         than the area ratio. The first answer (nothing to estimate from) is unchanged."""
         o = self.settings
-        if not o["label_shares"] or not o["stable_refinement"]:
-            return None
-        before = self.answers.tie_breaker(cons)
-        if before is None:
+        if not o["label_shares"] or not o["stable_refinement"] or before is None:
             return None
         area = np.bincount(np.searchsorted(cons.label_ids, before), minlength=cons.k)
         return o["label_shares"] * np.log(np.maximum(area, 1) / before.size)
@@ -426,17 +427,17 @@ class FastGE(GraphMethod):
 
     def _solve_and_round(self, pencil: Pencil, cons: Constraints, m: int, soft: bool,
                          cancel: CancelToken, timings: dict[str, float],
-                         prior: LabelPriors | None = None
+                         prior: LabelPriors | None = None, previous: np.ndarray | None = None
                          ) -> tuple[int, Eigenpairs, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Eigenpairs and their rounding, with one more vector while the strokes are not given
-        back (:func:`needs_one_more_vector`). Returns m, the pairs, and labels, embedding,
-        stroke agreement."""
+        back (:func:`needs_one_more_vector`); ``previous``: stable refinement's tie-breaker
+        (the answer this edit adds to, user ids) or None. Returns m, the pairs, and labels,
+        embedding, stroke agreement."""
         o = self.settings
         while True:
             pairs = self._solve_pencil(pencil, cons, m, soft, cancel, timings, prior)
             cancel.check()
             t = time.perf_counter()
-            previous = self.answers.tie_breaker(cons) if o["stable_refinement"] else None
             rounded = round_eigenvectors(pairs.vectors, pencil, cons,
                                          k2_partition=o["k2_partition"], seed=o["seed"],
                                          cancel=cancel, previous=previous,

@@ -564,7 +564,7 @@ def test_after_an_edit_the_solve_weighs_the_colours_by_the_previous_answers_labe
         method = FastGE.from_image(img, **options)
         first = method.update(s)
         cons = build_constraints(read_strokes(more, method.graph.n), method.graph.degrees)
-        priors = method._label_priors(cons)
+        priors = method._label_priors(cons, method.answers.tie_breaker(cons))
         assert (priors is not None) == history
         prior = method._prior(cons, None, {}, priors)
         want = prior.colour
@@ -583,7 +583,8 @@ def test_after_an_edit_the_solve_weighs_the_colours_by_the_previous_answers_labe
     # the first edit of a method has no answer before it: equal priors
     fresh = FastGE.from_image(img)
     cons = build_constraints(read_strokes(s, fresh.graph.n), fresh.graph.degrees)
-    assert fresh._label_priors(cons) is None
+    assert fresh.answers.tie_breaker(cons) is None
+    assert fresh._label_priors(cons, None) is None
 
 
 def test_a_far_patch_of_a_distinct_colour_is_still_found_after_edits():
