@@ -80,6 +80,11 @@ class LowRankLaplacian:
         Xr = X[self.rows]
         return np.einsum("ij,ij->j", Xr, self._on_rows(Xr))
 
+    def gram(self, X: np.ndarray) -> np.ndarray:
+        """``Xᵀ L X`` (m × m for the n × m ``X``), from the stroke rows alone."""
+        Xr = X[self.rows]
+        return Xr.T @ self._on_rows(Xr)
+
     def _on_rows(self, Xr: np.ndarray) -> np.ndarray:
         """``(L X)`` on the stroke rows, given ``X`` there."""
         upd = self._ds[:, None] * Xr if Xr.ndim == 2 else self._ds * Xr

@@ -78,6 +78,32 @@ def test_B_is_the_demand_part_of_L_H_on_the_hyperplane(problem):
     assert np.linalg.eigvalsh(Bd).min() > 0.5 * d.min() / n
 
 
+@pytest.mark.parametrize("block", [37, 10**6])
+def test_ritz_grams_are_the_dense_pencils_on_the_projected_basis(problem, block, monkeypatch):
+    """Rayleigh–Ritz's Gram matrices, summed over blocks of rows (a block size that splits
+    the image unevenly, and one block), against ``Ypᵀ L_G Yp`` and ``Ypᵀ L_H Yp`` of the
+    dense pencil assembled from scratch, plus the anchors' energy (:func:`anchor_gram`)."""
+    from segapp.solve import harmonic
+
+    p = problem
+    pencil, n = p["pencil"], p["d"].size
+    rng = np.random.default_rng(33)
+    Y = rng.random((n, 4))
+    w, P = rng.random(n), rng.dirichlet(np.ones(4), n)
+    Yp = pencil.project(Y)
+    monkeypatch.setattr(harmonic, "GRAM_ROWS", block)
+    for anchors in (None, (w, P)):
+        GA, GB = harmonic._ritz_grams(pencil, Y, Yp, pencil.A(Yp), anchors)
+        GA_ref = Yp.T @ p["LG"] @ Yp
+        if anchors is not None:
+            GA_ref = GA_ref + harmonic.anchor_gram(Y, w, P)
+        np.testing.assert_allclose(GA, GA_ref, rtol=1e-9, atol=1e-12 * np.abs(GA_ref).max())
+        np.testing.assert_allclose(GB, Yp.T @ p["LH"] @ Yp, rtol=1e-9,
+                                   atol=1e-12 * np.abs(GB).max())
+    np.testing.assert_allclose(pencil.cl.gram(Y), Y.T @ pencil.cl.toarray() @ Y, rtol=1e-9,
+                               atol=1e-12 * np.abs(pencil.cl.toarray()).max() * n)
+
+
 def test_project_gives_degree_orthogonal_vectors(problem):
     pencil, d = problem["pencil"], problem["d"]
     n = d.size
