@@ -53,7 +53,7 @@ import threading
 import time
 import warnings
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import scipy.linalg as la
@@ -349,7 +349,8 @@ class DirichletFactor:
         self._current = None
 
     # -- solves ----------------------------------------------------------------------------
-    def for_strokes(self, fixed: np.ndarray, cancel: CancelToken = NEVER) -> "StrokeSolve":
+    def for_strokes(self, fixed: np.ndarray, cancel: CancelToken = NEVER,
+                    took: Callable[["_Base | None"], None] | None = None) -> "StrokeSolve":
         """The solver of ``Ã(fixed) x = b`` for any number of right-hand sides (exact).
 
         Takes the current base once; the per-stroke-set work (the bordered update's reach
@@ -358,6 +359,10 @@ class DirichletFactor:
         the factor plus small dense products. Without a base, or past the update's limits
         (:attr:`max_rank`, :attr:`max_border`, :data:`REACH_BYTES_PER_PIXEL`), ``fixed`` is
         factored afresh (and becomes the base).
+
+        ``took(base)``: called once, as soon as it is known, with the base an update will
+        use (None: no update of a base), so that another thread can start the update's
+        :class:`Forward` solve meanwhile.
         """
         t = time.perf_counter()
         fixed = np.array(fixed, dtype=bool, copy=True)
@@ -366,14 +371,18 @@ class DirichletFactor:
         had_base = cur is not None
         T = np.arange(self.n) if cur is None else np.flatnonzero(fixed != cur.base)
         up = None
-        if cur is not None and T.size:
-            cancel.check()
-            up = _Update.of(self, fixed, T)
-            if up is not None:
-                try:
-                    up = up.prepared(self, cur, cancel)
-                except MemoryError:
-                    up = None
+        try:
+            if cur is not None and T.size:
+                cancel.check()
+                up = _Update.of(self, fixed, T)
+        finally:
+            if took is not None:
+                took(cur if up is not None else None)
+        if up is not None:
+            try:
+                up = up.prepared(self, cur, cancel)
+            except MemoryError:
+                up = None
         if cur is None or (T.size and up is None):
             cur = self.factor(fixed, cancel, threads=foreground_threads())  # a solve waits
             snap = StrokeSolve(self, cur, fixed, None, "refactor", T.size)
@@ -449,9 +458,12 @@ class StrokeSolve:
         """Unknowns of the bordered system (0 without an update)."""
         return 0 if self._up is None else self._up.K.shape[0]
 
-    def solve(self, b: np.ndarray, cancel: CancelToken = NEVER) -> np.ndarray:
+    def solve(self, b: np.ndarray, cancel: CancelToken = NEVER,
+              forward: "Forward | None" = None) -> np.ndarray:
         """``x = Ã(fixed)⁻¹ b`` (b: n or n × m); exact to rounding. Thread-safe: nothing of
-        the snapshot changes."""
+        the snapshot changes. ``forward``: the first half of an update's solve of this
+        ``b``, made before the snapshot (:class:`Forward`); used if it is of this snapshot's
+        base and strokes, else ignored."""
         t = time.perf_counter()
         cancel.check()
         f = self._cur.factor
@@ -459,9 +471,45 @@ class StrokeSolve:
         if up is None:
             x = f.solve(b)
         else:
-            x = up.solve(self._owner, f, b, cancel)
+            U = forward.take(self) if forward is not None else None
+            x = up.solve(self._owner, f, b, cancel, U)
         self.timings["solve"] = time.perf_counter() - t
         return x
+
+
+class Forward:
+    """The first half of an update's solve, ``U = L⁻¹ P b̃`` with the base factor, made
+    before the update's snapshot exists (b̃: ``b`` zeroed on the pixels painted or unpainted
+    since the base, whose rows the update handles).
+
+    It needs only the base and the strokes, not the update's reach solves: the caller's
+    thread makes it while another makes the snapshot (:meth:`DirichletFactor.for_strokes`
+    with ``took``; both only read the factor, and CHOLMOD's solve releases the GIL), so an
+    edit's forward solve and its reach solves take the longer of the two instead of their
+    sum on 2 cores. :meth:`StrokeSolve.solve` then starts from it: the same numbers.
+    Used once (the update's solve continues in ``U``'s memory).
+    """
+
+    def __init__(self, owner: DirichletFactor, base: "_Base", fixed: np.ndarray,
+                 b: np.ndarray) -> None:
+        self._base, self._fixed = base, fixed
+        self._U: np.ndarray | None = _forward_solve(
+            owner, base.factor, b, np.flatnonzero(fixed != base.base))
+
+    def take(self, snap: "StrokeSolve") -> np.ndarray | None:
+        """``U`` if it was made from ``snap``'s base for its strokes (then not again)."""
+        U, self._U = self._U, None
+        ok = snap._cur is self._base and np.array_equal(snap.fixed, self._fixed)
+        return U if ok else None
+
+
+def _forward_solve(d: "DirichletFactor", f: cholmod.Factor, b: np.ndarray,
+                   changed: np.ndarray) -> np.ndarray:
+    """``L⁻¹ P b`` with ``b``'s rows ``changed`` (painted or unpainted since the base) zero
+    (n × m, the factor's order, column-major)."""
+    PB = _rows_taken(np.asarray(b, dtype=np.float64).reshape(d.n, -1), d.perm)
+    PB[d.iperm[changed]] = 0.0    # the base system's rows there are pinned / kept apart
+    return f.solve_L(PB)
 
 
 class _Base:
@@ -615,15 +663,14 @@ class _Update:
         return self
 
     def solve(self, d: "DirichletFactor", f: cholmod.Factor, b: np.ndarray,
-              token: CancelToken) -> np.ndarray:
-        """``Ã(fixed)⁻¹ b`` from the base factor ``f`` (the module doc's bordered formula)."""
+              token: CancelToken, U: np.ndarray | None = None) -> np.ndarray:
+        """``Ã(fixed)⁻¹ b`` from the base factor ``f`` (the module doc's bordered formula);
+        ``U``: its forward solve if made already (:class:`Forward`)."""
         squeeze = np.ndim(b) == 1
         B = np.asarray(b, dtype=np.float64).reshape(d.n, -1)
         b_R = B[self.R]
-        PB = _rows_taken(B, d.perm)   # in the factor's order
-        PB[d.iperm[self.N]] = 0.0     # the base system's rows there are pinned / kept apart
-        PB[d.iperm[self.R]] = 0.0
-        U = f.solve_L(PB)
+        if U is None:
+            U = _forward_solve(d, f, B, np.concatenate([self.N, self.R]))
         token.check()
         Z, rows = self.Z, self.reach_rows
         sol = la.lu_solve(self.lu, self.rhs(Z.T @ U[rows], b_R), check_finite=False)

@@ -317,6 +317,13 @@ class _Ahead:
         self.snap: direct.StrokeSolve | None = None
         self.error: BaseException | None = None
         self.thread: threading.Thread
+        #: The base factor the snapshot updates (None: no update), set as soon as known.
+        self.base: "direct._Base | None" = None
+        self.based = threading.Event()
+
+    def took(self, base: "direct._Base | None") -> None:
+        self.base = base
+        self.based.set()
 
 
 @dataclass
@@ -483,9 +490,11 @@ class HarmonicSolver:
                 if not reuse:
                     d.reset()
                 ahead.d = d
-                ahead.snap = d.for_strokes(fixed, cancel)
+                ahead.snap = d.for_strokes(fixed, cancel, took=ahead.took)
             except BaseException as exc:   # noqa: BLE001 — raised where the solve takes it
                 ahead.error = exc
+            finally:
+                ahead.based.set()
 
         ahead.thread = threading.Thread(target=run, name="segapp-factor-ahead", daemon=True)
         self._ahead = self._ahead_last = ahead
@@ -501,6 +510,20 @@ class HarmonicSolver:
     def _ahead_for(self, fixed: np.ndarray) -> bool:
         ahead = self._ahead
         return ahead is not None and np.array_equal(ahead.fixed, fixed)
+
+    def _forward_ahead(self, d: direct.DirichletFactor, fixed: np.ndarray, b: np.ndarray,
+                       token: CancelToken) -> "direct.Forward | None":
+        """While :meth:`factor_ahead`'s thread makes the update of ``fixed``, its forward
+        solve with ``b`` here (:class:`~segapp.solve.direct.Forward`); None where that
+        thread makes no update (a refactor) or none for ``fixed``."""
+        ahead = self._ahead
+        if ahead is None or not np.array_equal(ahead.fixed, fixed):
+            return None
+        while not ahead.based.wait(0.01):   # known after the update's first steps
+            token.check()
+        if ahead.base is None or ahead.d is not d:
+            return None
+        return direct.Forward(d, ahead.base, ahead.fixed, b)
 
     def _take_ahead(self, d: direct.DirichletFactor, fixed: np.ndarray,
                     token: CancelToken) -> "direct.StrokeSolve | None":
@@ -695,13 +718,14 @@ class HarmonicSolver:
         # rounds of one edit re-solve with new right-hand sides only.
         fresh = (owner is not d or snap.base is not d.base
                  or not np.array_equal(snap.fixed, fixed))
-        waited, ahead = 0.0, None
+        waited, ahead, forward = 0.0, None, None
         if fresh:
+            forward = self._forward_ahead(d, fixed, b, token)
             ahead = self._take_ahead(d, fixed, token)
             waited = time.perf_counter() - t
             snap = ahead if ahead is not None else d.for_strokes(fixed, token)
             self._snap, self._stale = (d, snap), self._snap
-        Phi = snap.solve(b, token)
+        Phi = snap.solve(b, token, forward)
         self.last_linear_solver = f"direct, {snap.library.describe()}"
         self.last_fallback = ""
         timings["potentials"] = time.perf_counter() - t

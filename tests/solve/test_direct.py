@@ -252,6 +252,44 @@ def test_a_snapshot_is_immutable_and_outlives_a_new_base():
         snap.fixed[0] = not snap.fixed[0]
 
 
+@needs_cholmod
+@pytest.mark.parametrize("edit", ["add", "erase"])
+def test_a_forward_solve_made_before_its_snapshot_gives_the_same_numbers(edit):
+    """An update's forward solve, made from the base the snapshot reports through ``took``
+    while the snapshot is still being made, is the snapshot's own first half: the solve is
+    the same to the last bit and matches a dense solve; a forward of another base (a new
+    one swapped in meanwhile) or of other strokes is not used."""
+    rng = np.random.default_rng(4)
+    g = image_graph(noisy_blocks())
+    d = direct.DirichletFactor(g.laplacian, g.shape, offsets_reach(g.offsets))
+    fixed = np.zeros(g.n, dtype=bool)
+    fixed[rng.choice(g.n, 40, replace=False)] = True
+    fixed.reshape(g.shape)[5:8, 3:20] = True
+    d.factor(fixed)
+    new = _edit(rng, g.shape, fixed, edit)
+    took = []
+    snap = d.for_strokes(new, took=took.append)
+    assert snap.how == "update" and took == [d._current]
+    b = rng.normal(size=(g.n, 2))
+    b[new] = 0
+    plain = snap.solve(b)
+    early = direct.Forward(d, took[0], new, b)
+    np.testing.assert_array_equal(snap.solve(b, forward=early), plain)
+    assert early.take(snap) is None                               # used once
+    ref = np.linalg.solve(dense_dirichlet(g.laplacian, new), b)
+    np.testing.assert_allclose(plain, ref, rtol=1e-8, atol=1e-9 * np.abs(ref).max())
+    other = direct.Forward(d, took[0], fixed, b)                  # the base's own strokes
+    assert other.take(snap) is None
+    old = d._current
+    d.factor(new)                                                 # a new base swapped in
+    assert direct.Forward(d, d._current, new, b).take(snap) is None
+    assert snap._cur is old
+    # a refactor (no base to update) reports None at once
+    d.reset()
+    told = []
+    assert d.for_strokes(new, took=told.append).how == "refactor" and told == [None]
+
+
 class _RebaseWhenFactored(dict):
     """``DirichletFactor.timings`` that swaps in another base the moment a factor is timed:
     a background ``prepare`` finishing at the worst moment for a solve that just factored."""

@@ -262,6 +262,8 @@ def test_a_snapshot_made_ahead_gives_the_same_potentials(base):
     np.testing.assert_array_equal(h.potentials(more, ids, linear_solver="direct"), plain)
     assert ahead is not None and ahead.snap is not None and h._snap[1] is ahead.snap
     assert ahead.snap.how == ("update" if base else "refactor")
+    # an update's forward solve was made here while the thread made the rest: the same bits
+    assert ahead.base is (ahead.snap._cur if base else None)
     assert h.factor_ahead(sets, linear_solver="direct")        # not the strokes solved next
     other = h._ahead
     h.potentials(more, ids, linear_solver="direct")
