@@ -126,6 +126,20 @@ def painted_pixels(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.divmod(index, labels.shape[1])
 
 
+def _ids_and_index(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``; for label ids (small non-negative
+    integers) by a count per id instead of a sort (12 MP of strokes, 177K painted pixels:
+    17 → 0.4 ms)."""
+    if values.dtype.kind in "iub" and values.size and 0 <= values.min() \
+            and values.max() < 1 << 16:
+        v = values.astype(np.intp, copy=False)
+        present = np.flatnonzero(np.bincount(v))
+        index = np.zeros(present[-1] + 1, np.intp)
+        index[present] = np.arange(present.size)
+        return present.astype(values.dtype), index[v]
+    return np.unique(values, return_inverse=True)
+
+
 def reduce_strokes(labels: np.ndarray, shape: tuple[int, int],
                    confidence: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Stroke labels (and their confidences) on a coarser grid; every painted label survives.
@@ -158,12 +172,12 @@ def reduce_strokes(labels: np.ndarray, shape: tuple[int, int],
     ys, xs = painted_pixels(labels)
     if ys.size == 0:
         return out, small_conf
-    ids, lab = np.unique(labels[ys, xs], return_inverse=True)
+    ids, lab = _ids_and_index(labels[ys, xs])
     L = ids.size
     if L > h * w:
         raise InvalidInputError(f"{L} labels do not fit on a {w}×{h} working grid")
-    cell = (ys * h // H) * w + xs * w // W
-    pairs, inverse, counts = np.unique(cell * L + lab, return_inverse=True, return_counts=True)
+    key = ((ys * h // H) * w + xs * w // W) * L + lab
+    pairs, counts = np.unique(key, return_counts=True)   # (coarse pixel, label) pairs
     pcell, plab = pairs // L, pairs % L
     # 1. majority per coarse pixel (pairs sorted by cell, then most pixels, then label id)
     order = np.lexsort((plab, -counts, pcell))
@@ -194,7 +208,8 @@ def reduce_strokes(labels: np.ndarray, shape: tuple[int, int],
     out.ravel()[taken] = ids[owner[taken]]
     if confidence is not None:
         q = np.asarray(confidence, np.float64)[ys, xs]
-        pair_mean = np.bincount(inverse, weights=q, minlength=pairs.size) / counts
+        pair_mean = np.bincount(np.searchsorted(pairs, key), weights=q,
+                                minlength=pairs.size) / counts
         label_mean = np.bincount(lab, weights=q, minlength=L) / np.bincount(lab, minlength=L)
         cells = np.flatnonzero(taken)
         key = cells * L + owner[cells]

@@ -58,6 +58,24 @@ def test_every_painted_label_survives_the_reduction(case):
     assert moved <= len(labels)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["uint8", "int16", "int32", "int64", "uint64", "bool"]),
+       st.sampled_from([3, 300, 70000]), st.integers(0, 200), st.integers(0, 2**32 - 1))
+def test_label_ids_and_their_index_are_numpys_unique(dtype, top, size, seed):
+    """The count-based ``np.unique(return_inverse=True)`` of the painted ids, against NumPy's
+    own (ids past its range and negative values take NumPy's)."""
+    from segapp.inputs.resolution import _ids_and_index
+
+    rng = np.random.default_rng(seed)
+    top = 2 if dtype == "bool" else min(top, np.iinfo(dtype).max)
+    v = rng.integers(-1 if dtype.startswith("int") else 0, top, size).astype(dtype)
+    ids, index = _ids_and_index(v)
+    ref_ids, ref_index = np.unique(v, return_inverse=True)
+    assert ids.dtype == ref_ids.dtype
+    np.testing.assert_array_equal(ids, ref_ids)
+    np.testing.assert_array_equal(index, ref_index)
+
+
 def test_majority_and_ties_and_unpainted():
     s = np.zeros((4, 4), int)
     s[0, 0] = 1
