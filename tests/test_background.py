@@ -391,3 +391,40 @@ def test_a_caller_that_never_sharpens_gets_its_preparation_after_the_wait(monkey
     sess.wait_prepared()
     assert len(times) == 1 and times[0] - t >= 0.3
     sess.close(timeout=None)
+
+
+@pytest.mark.parametrize("through", ["session", "engine"])
+def test_the_next_edits_preparation_waits_for_the_answer_to_be_shown(monkeypatch, through):
+    """An answer the caller shows (update(shown=...), as the app's worker does through the
+    live engine): the next edit's factorization starts once the caller says the answer is on
+    screen, not beside its drawing; a caller that never says so gets it after the wait."""
+    from segapp.live.engine import LiveEngine
+
+    monkeypatch.setattr(segapp.session, "SHOWN_WAIT_S", 0.5)
+    img, s = blocks((40, 50)), strokes((40, 50))
+    engine = LiveEngine()
+    sess = segapp.Session(img)
+    times = _prepare_times(monkeypatch, sess)
+    shown = threading.Event()
+
+    def solve(scribbles, shown):
+        if through == "session":
+            return sess.update(scribbles, shown=shown)
+        engine.sessions.get = lambda req, setup: sess    # the engine's cached Session
+        return engine.solve(engine.request("t", "img", img, scribbles, "fastge"), shown=shown)
+
+    solve(s, shown)
+    time.sleep(0.3)
+    assert times == []                       # the answer is not on screen yet
+    t = time.perf_counter()
+    shown.set()
+    sess.wait_prepared()
+    assert len(times) == 1 and 0 <= times[0] - t < 0.2
+    times.clear()
+    s2 = s.copy()
+    s2[30, 30:40] = 2
+    t = time.perf_counter()
+    solve(s2, threading.Event())             # never set: the preparation comes anyway
+    sess.wait_prepared()
+    assert len(times) == 1 and times[0] - t >= 0.5
+    sess.close(timeout=None)

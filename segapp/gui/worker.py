@@ -56,8 +56,9 @@ def solve(engine: LiveEngine, req: SolveRequest, job: Job,
     the working answer before its edges are solved again at full resolution, each posted to
     the GUI thread); what the person waited for: the solve and the result made ready.
 
-    ``drawn``: set once the working answer is on screen; the edges are refined only then (at
-    most :data:`DRAWN_WAIT` s later): drawn beside the refinement and the next edit's
+    ``drawn``: set once the (working) answer is on screen; the edges are refined only then
+    (at most :data:`DRAWN_WAIT` s later), and the next edit's factorization starts only then
+    (:meth:`segapp.Session.update`'s ``shown``): drawn beside the refinement and the
     factorization, on two cores, its 12 MP overlay took 0.3 s instead of 0.05 s."""
     t = time.perf_counter()
 
@@ -67,7 +68,7 @@ def solve(engine: LiveEngine, req: SolveRequest, job: Job,
         return result
 
     job.report("starting")
-    seg = engine.solve(req, preview=preview, progress=job.report, refine=False)
+    seg = engine.solve(req, preview=preview, progress=job.report, refine=False, shown=drawn)
     working = None
     if engine.refines(seg):
         # the working answer at once (hatched, as a preview), then its edges solved again at

@@ -211,13 +211,15 @@ class LiveEngine:
     def solve(self, req: SolveRequest,
               preview: Callable[[Any], None] | None = None,
               progress: Callable[[str, float | None, float | None], None] | None = None,
-              refine: bool = True) -> Any:
+              refine: bool = True, shown: threading.Event | None = None) -> Any:
         """Worker thread: the Segmentation of ``req`` from the cached (or a new) Session.
 
         ``preview`` gets a coarse Segmentation first where :func:`wants_preview`; ``progress``
         is told the stages of a long solve (:meth:`segapp.cancel.CancelToken.progress`).
         ``refine=False`` returns a working copy's answer before its edges are solved again
         at full resolution: :meth:`refines` says whether :meth:`refine` is still to do.
+        ``shown``: set by the viewer once the answer is on screen (:meth:`segapp.Session.update`:
+        the next edit's preparation waits for it).
 
         Raises
         ------
@@ -248,6 +250,8 @@ class LiveEngine:
                     if not req.cancel.is_set():
                         preview(seg)
                 solve["preview"] = forward
+            if shown is not None:
+                solve["shown"] = shown
             seg = session.update(req.scribbles, cancel=CancelToken(req.cancel.is_set, progress),
                                  refine=refine, **solve)
             if took and took[0] > PREVIEW_MAX_SHARE * (time.perf_counter() - t):

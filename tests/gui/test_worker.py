@@ -35,7 +35,7 @@ class ScriptedSession:
     def __init__(self, image, method="fastge", **options):
         type(self).created += 1
 
-    def update(self, scribbles, cancel=None, refine=True):
+    def update(self, scribbles, cancel=None, refine=True, shown=None):
         try:
             return self._update(scribbles, cancel)
         finally:
@@ -166,7 +166,7 @@ def test_result_cache_is_bounded_in_bytes_and_keeps_the_newest():
 
 
 def test_previews_are_forwarded_when_the_library_offers_them(qtbot, worker, monkeypatch):
-    def update(self, scribbles, cancel=None, preview=None, refine=True):
+    def update(self, scribbles, cancel=None, preview=None, refine=True, shown=None):
         preview(fake_result(7))
         return fake_result(int(scribbles.max()))
 
@@ -188,7 +188,7 @@ def test_a_preview_is_asked_for_only_where_it_is_cheap_next_to_the_full_solve(
     solve."""
     asked = []
 
-    def update(self, scribbles, cancel=None, preview=None, refine=True):
+    def update(self, scribbles, cancel=None, preview=None, refine=True, shown=None):
         asked.append(preview is not None)
         if preview is not None:
             time.sleep(0.05)  # a preview as slow as the full solve
