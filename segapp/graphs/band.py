@@ -16,7 +16,7 @@ boundaries of a 12-megapixel photo that is 3–6% of the pixels, so the problem 
 solved without ever forming the 12M-row Laplacian (1.3 GB).
 
 Weights are exactly those of ``image_graph`` (the same :func:`~segapp.graphs.image.affinity`
-of the same features, offsets and σ): ``tests/graphs/test_band.py`` checks ``L_UU`` and the
+of the same features, offsets and σ): ``tests/inputs/test_refine.py`` checks ``L_UU`` and the
 right-hand side against the full Laplacian's rows.
 """
 
@@ -84,6 +84,16 @@ class BandGraph:
         self.indptr = np.zeros(nu + 1, dtype=np.int32)
         np.cumsum(self._keep.sum(axis=0), out=self.indptr[1:])
         self.indices = cols.T[self._keep.T]
+        # The edges to known pixels, with each known pixel once (sorted), found here, beside
+        # the features in the refinement (np.unique in system() was a tenth of it): marked
+        # on the grid, then numbered in `where`, whose U entries are not read again.
+        self._to_known = np.concatenate([rows for *_, rows, _loc in self.steps])
+        ends = np.concatenate([q[rows] for _o, q, _out, rows, _loc in self.steps])
+        mark = np.zeros(H * W, dtype=bool)
+        mark[ends] = True
+        self.known = np.flatnonzero(mark)
+        where[self.known] = np.arange(self.known.size, dtype=np.int32)
+        self._known_at = np.take(where, ends)
 
     def system(self, features: np.ndarray, sigma: float,
                known: Callable[[np.ndarray], np.ndarray]) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -96,7 +106,7 @@ class BandGraph:
         vals = np.empty((len(up) + 1, nu), dtype=np.float64)
         degrees = vals[0]
         degrees[:] = 0.0
-        k_rows, k_idx, k_w = [], [], []
+        k_w = []
         weights = {}
         for (dy, dx), q, outside, rows, loc in self.steps:
             if (-dy, -dx) in weights:
@@ -116,18 +126,16 @@ class BandGraph:
             degrees += w
             if (dy, dx) in up:
                 vals[up.index((dy, dx)) + 1] = -w
-            k_rows.append(rows)
-            k_idx.append(q[rows])
             k_w.append(w[rows])
         A = sp.csr_matrix((vals.T[self._keep.T], self.indices, self.indptr), shape=(nu, nu))
         A.has_sorted_indices = True
-        rows_k, idx_k, w_k = (np.concatenate(k_rows), np.concatenate(k_idx),
-                              np.concatenate(k_w))
-        ids, inverse = np.unique(idx_k, return_inverse=True)   # each known pixel read once
-        y = np.asarray(known(ids), dtype=np.float64).reshape(ids.size, -1)
+        y = np.asarray(known(self.known), dtype=np.float64).reshape(self.known.size, -1)
+        # W_UK y_K: each edge's weighted value, summed per row of U (column by column)
+        wy = np.take(np.ascontiguousarray(y.T), self._known_at, axis=1)
+        wy *= np.concatenate(k_w)
         b = np.empty((nu, y.shape[1]))
         for c in range(y.shape[1]):
-            b[:, c] = np.bincount(rows_k, weights=w_k * y[inverse, c], minlength=nu)
+            b[:, c] = np.bincount(self._to_known, weights=wy[c], minlength=nu)
         return A, b
 
 
