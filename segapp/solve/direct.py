@@ -528,10 +528,13 @@ class _Base:
 def _rows_taken(A: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``A[rows]`` (n × m) as the column-major array CHOLMOD's dense matrices are: one
     contiguous gather per column instead of a row gather and a transposing copy (0.5 MP × 4:
-    30 → 11 ms; the inverse permutation's scatter 14 → 8 ms)."""
+    30 → 11 ms; the inverse permutation's scatter 14 → 8 ms). ``mode="clip"``: NumPy checks
+    no index (``rows`` is a permutation) and writes ``out`` directly instead of through a
+    buffer (0.5 MP × 4, one core: 12.6 → 4.9 ms from a row-major A, 8.9 → 6.2 ms from a
+    column-major one)."""
     out = np.empty((rows.shape[0], A.shape[1]), order="F")
     for j in range(A.shape[1]):
-        np.take(A[:, j], rows, out=out[:, j])
+        np.take(A[:, j], rows, out=out[:, j], mode="clip")
     return out
 
 
