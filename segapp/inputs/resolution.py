@@ -262,8 +262,16 @@ def nearest(small: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     h, w = small.shape[:2]
     yi = np.minimum((np.arange(H) * h) // H, h - 1)
     xi = np.minimum((np.arange(W) * w) // W, w - 1)
-    # Whole-row copies (yi is sorted): 2–3× faster than a 2-D gather at 12 MP.
-    return np.repeat(small[:, xi], np.bincount(yi, minlength=h), axis=0)
+    # Whole-row copies (yi is sorted): 2–3× faster than a 2-D gather at 12 MP; assigned
+    # coarse row by coarse row, which releases the GIL (np.repeat held it for the whole
+    # copy: 12 MP of int64, 45–135 ms, the refinement's other threads waiting).
+    rows = small[:, xi]
+    out = np.empty((H, W) + small.shape[2:], small.dtype)
+    counts = np.bincount(yi, minlength=h)
+    ends = np.cumsum(counts)
+    for r, (y0, y1) in enumerate(zip((ends - counts).tolist(), ends.tolist())):
+        out[y0:y1] = rows[r]
+    return out
 
 
 def enlarge_result(result: Segmentation, scribbles: np.ndarray, *,
