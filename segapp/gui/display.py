@@ -256,8 +256,11 @@ class Display(QObject):
         if layer == "overlay":
             self.canvas.set_overlay(image)
             if image is not None and self.state.shown is not None:
-                emit(self.shownChanged, self.state.shown.tag)
-                self.worker.shown(self.state.shown.tag)  # its refinement may start now
+                tag = self.state.shown.tag
+                emit(self.shownChanged, tag)
+                # its refinement and the next edit's factorization may start once it is
+                # painted: the timer fires after the paint this overlay asked for
+                QTimer.singleShot(0, lambda: self.worker.shown(tag))
         else:
             self.canvas.set_heatmap(image)
 

@@ -208,3 +208,29 @@ def test_with_nothing_drawing_the_refinement_starts_anyway(qtbot, monkeypatch):
         w.request(s, "k", "fastge", {"max_pixels": 2000}, debounce=False)
     assert kinds == ["working"]
     assert w.wait_idle(10000)
+
+
+def test_the_worker_hears_an_answer_is_shown_after_its_overlay_is_painted(qtbot, window):
+    """The refinement and the next edit's factorization wait for the answer on screen
+    (SegmentationWorker.shown): the worker is told after the canvas painted the overlay, not
+    when it was set (a factorization started in between delayed that paint)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    win = window
+    log: list[str] = []
+
+    class Paints(QObject):
+        def eventFilter(self, _obj, event):  # noqa: N802
+            if event.type() == QEvent.Type.Paint:
+                log.append("paint")
+            return False
+
+    paints = Paints()
+    win.canvas.viewport().installEventFilter(paints)
+    set_overlay, shown = win.canvas.set_overlay, win.worker.shown
+    win.canvas.set_overlay = lambda image: (log.append("set"), set_overlay(image))[1]
+    win.worker.shown = lambda tag: (log.append("shown"), shown(tag))[1]
+    segment(qtbot, win)
+    qtbot.waitUntil(lambda: "shown" in log, timeout=SOLVE_TIMEOUT)
+    after = log[log.index("set"):]
+    assert after.index("paint") < after.index("shown"), log
