@@ -192,8 +192,8 @@ class SegmentationWorker(QObject):
         return tag
 
     def shown(self, tag: Any) -> None:
-        """The answer of request ``tag`` is on screen (its overlay set): a working answer's
-        refinement may start (:func:`solve`)."""
+        """The answer of request ``tag`` is on screen (its overlay painted): a working answer's
+        refinement, and the next edit's preparation, may start (:func:`solve`)."""
         if self._drawn is not None and self._drawn[0] == tag:
             self._drawn[1].set()
 
