@@ -57,17 +57,18 @@ class ColourPalette:
     counts: np.ndarray
 
     @classmethod
-    def of(cls, lab: np.ndarray) -> "ColourPalette":
-        """From colours (n, c) in CIE Lab (c = 3) or L* (c = 1)."""
+    def of(cls, lab: np.ndarray, widths: tuple[float, ...] = BIN) -> "ColourPalette":
+        """From colours (n, c) in CIE Lab (c = 3) or L* (c = 1), or any features (n, c)
+        with a bin width per column (``widths``; :data:`BIN` for Lab)."""
         f = np.asarray(lab, np.float64)
         c = f.shape[1]
         # column by column: a reduction or a broadcast over (n, c) costs several times more
         lo = [f[:, j].min() for j in range(c)]
-        span = [int((f[:, j].max() - lo[j]) / BIN[j]) + 1 for j in range(c)]
+        span = [int((f[:, j].max() - lo[j]) / widths[j]) + 1 for j in range(c)]
         key = np.zeros(f.shape[0], np.int64)
         for j in range(c):            # each channel's bin ⌊(x − min) / width⌋, row-major key
             key *= span[j]
-            key += ((f[:, j] - lo[j]) / BIN[j]).astype(np.int64)   # ≥ 0: truncation = floor
+            key += ((f[:, j] - lo[j]) / widths[j]).astype(np.int64)   # ≥ 0: truncation = floor
         index, counts = _dense_ranks(key, math.prod(span))
         colours = np.stack([np.bincount(index, f[:, j], counts.size) for j in range(c)], 1)
         return cls(colours / counts[:, None], index, counts)

@@ -648,3 +648,29 @@ def test_the_palette_is_made_beside_the_graph_with_the_colours():
     np.testing.assert_array_equal(palette.index, ColourPalette.of(colours.lab).index)
     m.update(s)
     assert m.palette is palette
+
+
+def test_texture_joins_the_colours_once_per_image():
+    """``texture`` > 0: the models read each pixel's Lab colour and its local L* contrast
+    (segapp.appearance.texture) from a palette made once per image, not per edit; a new
+    value makes a new one, and 0 is the colour palette itself."""
+    from segapp.appearance.texture import texture_features
+
+    img, s = _two_sides((0.8, 0.2, 0.2), (0.2, 0.3, 0.8), 0.05)
+    method = FastGE.from_image(img, texture=0.5)
+    method.update(s)
+    pal = method.palette
+    assert pal.colours.shape[1] == 5
+    lab = method.colours.lab
+    F = np.hstack([lab, texture_features(lab, method.graph.shape, 0.5)]).astype(np.float64)
+    err = np.abs(pal.colours[pal.index] - F)
+    assert (err <= np.array([1.0, 2.0, 2.0, 2.0, 2.0]) + 1e-6).all()    # within one bin
+    more = s.copy()
+    more[5:8, 40:50] = 2
+    method.update(more)
+    assert method.palette is pal and method.label_models.palette is pal
+    method.update(more, texture=1.0)
+    assert method.palette is not pal and method.label_models.palette is method.palette
+    plain = FastGE.from_image(img)
+    plain.update(s)
+    assert plain.palette is plain.colours_made and plain.palette.colours.shape[1] == 3
