@@ -24,10 +24,18 @@ def running_xvfb(reuse_display: bool = True) -> Iterator[str]:
         pytest.skip("no DISPLAY and Xvfb is not installed (apt-get install "
                     "$(cat .ci/apt-packages.txt))")
     # -displayfd: Xvfb picks a free display number and writes it to the pipe when ready.
+    # -noreset: by default an X server resets when its last client leaves, and a client
+    # whose connection it has accepted but not yet set up is dropped by that reset
+    # (XOpenDisplay fails: "Connection reset by peer"). Short-lived clients come and go
+    # on this display (vispy runs xdpyinfo for every canvas; the xdotool calls; the probe
+    # before the app starts), and on a loaded machine the server often sees one leave and
+    # the next arrive in the same turn: the napari child's Qt then had no X connection, so
+    # no OpenGL for the whole process ("4 failed, 7 errors"). Without the reset there is
+    # no such window.
     r, w = os.pipe()
-    proc = subprocess.Popen([exe, "-displayfd", str(w), "-screen", "0", "1280x1024x24",
-                             "-nolisten", "tcp"], pass_fds=(w,), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([exe, "-displayfd", str(w), "-noreset", "-screen", "0",
+                             "1280x1024x24", "-nolisten", "tcp"], pass_fds=(w,),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     os.close(w)
     number = b""
     try:
