@@ -88,3 +88,22 @@ def test_model_runs_one_solve_at_a_time_and_keeps_only_the_latest():
     result = model.solve(nxt)
     np.testing.assert_array_equal(result.labels, segapp.segment(img, s3).labels)
     assert model.finished(nxt) is None and model.running is None
+
+
+def test_model_drops_everything_once_closed():
+    """The widget was deleted (its viewer closed): the running solve is cancelled, the pending
+    one dropped, and nothing that still arrives is current."""
+    img, strokes = two_region_scene()
+    s2 = strokes.copy()
+    s2[0, 0] = 1
+    model = LiveSegmenter()
+    first = model.request(img, ("a",), strokes)
+    model.close()
+    assert first.cancel.is_set() and not model.is_current(first)
+    assert model.finished(first) is None and model.running is None
+    assert model.request(img, ("a",), s2, force=True) is None
+    model = LiveSegmenter()
+    first = model.request(img, ("a",), strokes)
+    assert model.request(img, ("a",), s2) is None and model.pending is not None
+    model.close()
+    assert model.pending is None and model.finished(first) is None and model.running is None
