@@ -35,7 +35,7 @@ def test_viewer_cases_in_their_own_process(tmp_path):
     The child's whole output is kept in ``tmp_path/viewer-cases.log`` and printed, so a failure
     shows every traceback of the child (pytest prints a failing test's captured stdout)."""
     expected = len(re.findall(r"^def test_", CASES.read_text(), flags=re.M))
-    with running_xvfb() as display:
+    with running_xvfb(noreset=True) as display:   # see running_xvfb: the reset dropped Qt
         env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DISPLAY": display}
         out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                               str(CASES)], env=env, capture_output=True, text=True,
