@@ -42,6 +42,11 @@ EIGENVECTOR_LAYER = "segapp eigenvector {}"
 DEBOUNCE_MS = 120
 
 
+def _layer_id(layer: Any) -> Any:
+    """The layer's ``unique_id`` (None for no layer): the same for every proxy of one layer."""
+    return None if layer is None else layer.unique_id
+
+
 def _solve_or_error(model: LiveSegmenter, req: Request) -> tuple[Any, Exception | None]:
     """Worker-thread body: ``(Segmentation, None)`` or ``(None, the exception)``."""
     try:
@@ -104,7 +109,7 @@ class SegmentWidget(QWidget):
             event.connect(self.reset_choices)
         self.reset_choices()
         model = self.model  # not self: the Python wrapper may be gone when this fires
-        self.destroyed.connect(lambda *_: model.running and model.running.cancel.set())
+        self.destroyed.connect(lambda *_: model.close())
 
     # -- layers ----------------------------------------------------------------------------
     def _layers(self, kind: type) -> list[Any]:
@@ -150,7 +155,9 @@ class SegmentWidget(QWidget):
 
     def _watch_scribbles(self, *_: object) -> None:
         layer = self.scribbles_layer()
-        if layer is self._watched:
+        # napari hands a plugin a proxy of the viewer: each look-up is a new proxy object of
+        # the same layer, so layers are told apart by their unique_id, never by identity.
+        if _layer_id(layer) == _layer_id(self._watched):
             return
         if self._watched is not None:
             for event in (self._watched.events.paint, self._watched.events.data,
@@ -190,7 +197,7 @@ class SegmentWidget(QWidget):
         if len(np.unique(strokes[strokes > 0])) < 2 and not force:
             self.status.setText("Paint at least two labels in the scribbles layer.")
             return
-        req = self.model.request(pixels, (id(image), id(data)), strokes, force=force)
+        req = self.model.request(pixels, (image.unique_id, id(data)), strokes, force=force)
         if req is not None:
             self._start(req)
 

@@ -68,6 +68,7 @@ class LiveSegmenter:
         self.running: Request | None = None
         self.pending: Request | None = None
         self._last: tuple[tuple, str, np.ndarray] | None = None
+        self.closed = False
 
     @property
     def generation(self) -> int:
@@ -77,6 +78,8 @@ class LiveSegmenter:
                 scribbles: np.ndarray, force: bool = False) -> Request | None:
         """A new edit. Returns the request to start now, or None (nothing changed, or a solve
         is running: it is cancelled and this request waits as the pending one)."""
+        if self.closed:
+            return None
         scribbles = np.array(scribbles, dtype=np.int32, copy=True)
         last = self._last
         if (not force and last is not None and last[0] == image_key and last[1] == self.method
@@ -95,13 +98,24 @@ class LiveSegmenter:
         if self.running is req:
             self.running = None
         nxt, self.pending = self.pending, None
+        if self.closed:
+            return None
         if nxt is not None:
             self.running = nxt
         return nxt
 
     def is_current(self, req: Request) -> bool:
-        """Whether ``req`` is the latest edit (an older result must not be shown)."""
-        return self.engine.is_current(req)
+        """Whether ``req`` is the latest edit (an older result must not be shown); never after
+        :meth:`close`."""
+        return not self.closed and self.engine.is_current(req)
+
+    def close(self) -> None:
+        """The widget is gone: cancel the running solve, drop the pending one; a result that
+        still arrives is not current (the widget's controls no longer exist to show it)."""
+        self.closed = True
+        if self.running is not None:
+            self.running.cancel.set()
+        self.pending = None
 
     def solve(self, req: Request) -> Segmentation:
         """Run in the worker thread: (re)build the session if needed, then update it.

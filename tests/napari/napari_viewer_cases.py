@@ -9,13 +9,15 @@ The reference for every result is :func:`segapp.segment` on the same arrays.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from qtpy.QtCore import Qt
 
 import segapp
 from segapp.napari.sample import coffee
-from segapp.gui.napari_dock import EIGENVECTOR_LAYER, RESULT_LAYER, SegmentWidget
+from segapp.gui.napari_dock import DEBOUNCE_MS, EIGENVECTOR_LAYER, RESULT_LAYER, SegmentWidget
 
 TIMEOUT_MS = 60_000  # a solve on a loaded 2-core machine; the tests take seconds when idle
 
@@ -173,3 +175,52 @@ def test_the_scribbles_stay_selected_after_the_first_answer(dock, qtbot):
     active.paint((30, 45), 3)
     assert (np.asarray(layer.data) == 3).any()
     assert not (result_of(viewer) == 3).any() or (strokes == 3).any()
+
+
+def test_a_layer_event_that_changes_nothing_starts_no_solve(dock, qtbot):
+    """napari gives a plugin a proxy of the viewer, a new proxy object per look-up: the image
+    was told apart by the proxy's id(), so each layer added (or any other event that only
+    refreshed the same scribbles) started another solve with a new Session of the same image."""
+    viewer, widget = dock
+    img, strokes = two_region_scene()
+    viewer.add_image(img, name="bands", rgb=True)
+    layer = viewer.add_labels(strokes.copy(), name="strokes")
+    wait_for_result(qtbot, viewer, widget, segapp.segment(img, strokes).labels)
+    generation = widget.model.generation
+    viewer.add_points(np.zeros((0, 2)), name="marks")   # the layer boxes are refilled
+    layer.refresh()                                      # set_data: the same scribbles
+    layer.data = np.asarray(layer.data).copy()           # data: the same scribbles
+    qtbot.wait(5 * DEBOUNCE_MS)
+    assert widget.model.generation == generation and widget.model.running is None
+
+
+def test_a_result_after_the_widget_is_gone_is_dropped(dock, qtbot, monkeypatch):
+    """A solve that ends after its widget was deleted (a viewer closed mid-solve) must not touch
+    the deleted controls: it raised "Internal C++ object (QComboBox) already deleted" in Qt's
+    event loop."""
+    viewer, widget = dock
+    model = widget.model
+    gate = threading.Event()
+    solve = model.solve
+
+    def held(req):   # the answer is ready (past every cancellation point) but not yet back
+        result = solve(req)
+        gate.wait(TIMEOUT_MS / 1000)
+        return result
+
+    monkeypatch.setattr(model, "solve", held)
+    img, strokes = two_region_scene()
+    viewer.add_image(img, name="bands", rgb=True)
+    viewer.add_labels(strokes, name="strokes")
+    qtbot.waitUntil(lambda: model.running is not None, timeout=TIMEOUT_MS)
+    # as viewer.close() does: the layers go, then the window with its docked widgets
+    viewer.layers.clear()
+    viewer.window.remove_dock_widget(widget)
+    gone = threading.Event()
+    widget.destroyed.connect(lambda *_: gone.set())
+    widget.deleteLater()
+    qtbot.waitUntil(gone.is_set, timeout=TIMEOUT_MS)
+    gate.set()
+    qtbot.waitUntil(lambda: model.running is None, timeout=TIMEOUT_MS)
+    qtbot.wait(100)   # the worker's queued signals are delivered; none may raise
+    assert RESULT_LAYER not in viewer.layers

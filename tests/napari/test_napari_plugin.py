@@ -29,15 +29,23 @@ from xvfb import running_xvfb  # noqa: E402
 CASES = Path(__file__).with_name("napari_viewer_cases.py")
 
 
-def test_viewer_cases_in_their_own_process():
-    """Every test of napari_viewer_cases.py passes in a fresh process with an X display."""
+def test_viewer_cases_in_their_own_process(tmp_path):
+    """Every test of napari_viewer_cases.py passes in a fresh process with an X display.
+
+    The child's whole output is kept in ``tmp_path/viewer-cases.log`` and printed, so a failure
+    shows every traceback of the child (pytest prints a failing test's captured stdout)."""
     expected = len(re.findall(r"^def test_", CASES.read_text(), flags=re.M))
-    with running_xvfb() as display:
+    with running_xvfb(noreset=True) as display:   # see running_xvfb: the reset dropped Qt
         env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DISPLAY": display}
         out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                               str(CASES)], env=env, capture_output=True, text=True,
                              cwd=CASES.parents[2], timeout=900)
-    log = out.stdout[-6000:] + out.stderr[-2000:]
+    full = (f"$ DISPLAY={display} pytest {CASES.name}: exit {out.returncode}\n"
+            f"--- stdout ---\n{out.stdout}\n--- stderr ---\n{out.stderr}")
+    (tmp_path / "viewer-cases.log").write_text(full)
+    print(full)
+    log = f"(whole output: {tmp_path / 'viewer-cases.log'})\n" + out.stdout[-6000:] \
+        + out.stderr[-2000:]
     assert out.returncode == 0, log
     assert re.search(rf"\b{expected} passed\b", out.stdout), log
 
@@ -80,3 +88,22 @@ def test_model_runs_one_solve_at_a_time_and_keeps_only_the_latest():
     result = model.solve(nxt)
     np.testing.assert_array_equal(result.labels, segapp.segment(img, s3).labels)
     assert model.finished(nxt) is None and model.running is None
+
+
+def test_model_drops_everything_once_closed():
+    """The widget was deleted (its viewer closed): the running solve is cancelled, the pending
+    one dropped, and nothing that still arrives is current."""
+    img, strokes = two_region_scene()
+    s2 = strokes.copy()
+    s2[0, 0] = 1
+    model = LiveSegmenter()
+    first = model.request(img, ("a",), strokes)
+    model.close()
+    assert first.cancel.is_set() and not model.is_current(first)
+    assert model.finished(first) is None and model.running is None
+    assert model.request(img, ("a",), s2, force=True) is None
+    model = LiveSegmenter()
+    first = model.request(img, ("a",), strokes)
+    assert model.request(img, ("a",), s2) is None and model.pending is not None
+    model.close()
+    assert model.pending is None and model.finished(first) is None and model.running is None
