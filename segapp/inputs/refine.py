@@ -183,9 +183,6 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
         return _kept(result, "the band is all painted: nothing to refine", t0, agreement)
     timings["band"] = time.perf_counter() - t
     cancel.check()
-    # the full-size labels to write the band into, made beside the features and the system
-    # (12 MP: 0.1–0.2 s, mostly the first touch of a fresh 96 MB array; GIL released)
-    labels_made = _Beside(result.labels_copy)
 
     # 2. the band's pattern, built and analysed for the factorization in another thread
     #    (numpy's whole-array passes and CHOLMOD release the GIL) while the full-resolution
@@ -240,7 +237,7 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
 
     # 4. labels: the rule in the band, the working answer elsewhere, strokes kept
     t = time.perf_counter()
-    labels = labels_made.result()
+    labels = result.labels_copy()
     flat = labels.ravel()
     new = ids[rule(x)].astype(flat.dtype)
     changed = int(np.count_nonzero(flat[unknown] != new))
@@ -317,29 +314,6 @@ def _noise(feats: np.ndarray) -> float:
     ys = np.linspace(0, H - 128, n).astype(int)
     xs = np.linspace(0, W - 128, n).astype(int)
     return float(np.median([noise_sigma(feats[y:y + 128, x:x + 128]) for y in ys for x in xs]))
-
-
-class _Beside(threading.Thread):
-    """``make()`` run in a thread of its own from now; :meth:`result` waits for it (its
-    error raised there). Left running when the caller gives up (cancelled): its result is
-    dropped when it ends."""
-
-    def __init__(self, make: Any) -> None:
-        super().__init__(name="segapp-refine-labels", daemon=True)
-        self._make, self._value, self._error = make, None, None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self._value = self._make()
-        except BaseException as exc:   # noqa: BLE001 — raised again in the caller's thread
-            self._error = exc
-
-    def result(self) -> Any:
-        self.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 class _Pattern(threading.Thread):
