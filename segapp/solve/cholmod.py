@@ -22,7 +22,8 @@ Tried in this order, the first that passes its checks serves:
    ``libcholmod.so.4`` (SuiteSparse 6.x), ``libcholmod.so.3`` (SuiteSparse 5.x: Debian 12,
    Ubuntu 22.04), whatever ``ctypes.util.find_library`` names (macOS, Windows);
 3. pip's: the ``libcholmod`` that CVXOPT's Linux wheels bundle (``pip install
-   'segapp[fast]'``: CHOLMOD 3.0.6 with ATLAS, in ``cvxopt.libs``).
+   'segapp[fast]'``: CHOLMOD 3.0.6, in ``cvxopt.libs``; linked with ATLAS, but bound to the
+   wheel's own OpenBLAS, see BLAS below).
 
 ``SEGAPP_NO_CHOLMOD`` (any value) turns the direct solver off.
 
@@ -61,9 +62,12 @@ the dense work keeps its BLAS threads.
 BLAS
 ----
 The dense work of a factorization runs in the BLAS the library was linked with (Debian's
-``libblas.so.3``: the system OpenBLAS; CVXOPT's wheel: a serial ATLAS), a different library
-from NumPy's and SciPy's (their wheels carry OpenBLAS builds with prefixed symbols). Two
-things follow:
+``libblas.so.3``: the system OpenBLAS), a different library from NumPy's and SciPy's (their
+wheels carry OpenBLAS builds with prefixed symbols). CVXOPT's wheel links its CHOLMOD with a
+generic serial ATLAS but also carries an OpenBLAS (0.3.15): that one is opened into the
+global scope first (:func:`_wheel_openblas`), so the CHOLMOD opened after it binds its BLAS
+and LAPACK calls there (a 250K-px photo from scratch 1.07 → 0.50–0.57 s, about the system
+library's time). Two things follow:
 
 * its kernels: an OpenBLAS older than the processor does not know its model and falls back
   to its SSE3 ("Prescott") kernels, so the library is loaded with ``OPENBLAS_CORETYPE`` set
@@ -262,6 +266,17 @@ def _open_with_deps(path: str, mode: int = ctypes.DEFAULT_MODE, depth: int = 0) 
     return ctypes.CDLL(path, mode=mode)
 
 
+def _wheel_openblas(cholmod_path: str) -> None:
+    """Before a wheel's ``libcholmod``: the OpenBLAS beside it opened with ``RTLD_GLOBAL``,
+    whose BLAS and LAPACK symbols the dynamic linker then finds before those of the ATLAS
+    the library names (module doc, BLAS). Nothing where there is none: ATLAS serves."""
+    for blas in sorted(Path(cholmod_path).parent.glob("libopenblas*.so*"))[:1]:
+        try:
+            _open_with_deps(str(blas), ctypes.RTLD_GLOBAL)
+        except OSError:
+            pass
+
+
 def _openblas_coretype(flags: set[str], vendor: str = "") -> str | None:
     """The OpenBLAS kernel set (``OPENBLAS_CORETYPE``) for a processor with these
     ``/proc/cpuinfo`` flags (module doc, BLAS): the widest vector instructions it
@@ -326,6 +341,8 @@ def _try_candidates() -> str | None:
     refused = []
     for name, source in _candidates():
         try:
+            if source == "pip (cvxopt)":
+                _wheel_openblas(name)
             cdll = _open_with_deps(name) if os.sep in name else ctypes.CDLL(name)
         except OSError as exc:
             if source != "system":

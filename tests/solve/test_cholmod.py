@@ -351,3 +351,27 @@ def test_one_blas_thread_sets_every_blas_and_gives_them_back():
     assert set(inside) == set(before) and set(inside.values()) == {1}
     assert {i["filepath"]: i["num_threads"] for i in threadpool_info()
             if i["user_api"] == "blas"} == before
+
+
+def test_the_wheels_cholmod_calls_the_wheels_openblas_not_its_atlas():
+    """CVXOPT's wheel links its CHOLMOD with a generic ATLAS; segapp opens the wheel's own
+    OpenBLAS first, so the dynamic linker binds CHOLMOD's BLAS and LAPACK calls there (read
+    from the linker's own account, ``LD_DEBUG=bindings``, in a child that factors a matrix)."""
+    import importlib.util
+
+    if importlib.util.find_spec("cvxopt") is None:
+        pytest.skip("CVXOPT (pip install 'segapp[fast]') is not installed")
+    code = ("import numpy as np, scipy.sparse as sp; from segapp.solve import cholmod; "
+            "A = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], shape=(400, 400)) "
+            "+ sp.diags([-1.0, -1.0], [-20, 20], shape=(400, 400)); "
+            "L = sp.csc_matrix(sp.tril(A)); f = cholmod.Factor(L.indptr, L.indices, None); "
+            "f.factorize(L.data); print(cholmod.library().source)")
+    env = {**os.environ, "SEGAPP_CHOLMOD": "pip", "LD_DEBUG": "bindings"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and "pip" in out.stdout, out.stderr[-2000:]
+    bound = [line for line in out.stderr.splitlines()
+             if "libcholmod" in line.split(" to ")[0] and "normal symbol" in line
+             and any(f"`{name}'" in line for name in ("dgemm_", "dsyrk_", "dtrsm_", "dpotrf_"))]
+    assert bound, "CHOLMOD called no BLAS"
+    assert all("libopenblas" in line for line in bound), bound
