@@ -48,6 +48,7 @@ from ..strokes.reading import Strokes
 from ..graphs import Graph
 from ..options import SEED, Option, Settings
 from ..partition.colour_model import ImageColours, strokes_differ_in_colour
+from ..partition.islands import absorb_islands
 from ..partition import (COLOUR_WEIGHT, MODEL_WEIGHT, STROKE_AGREEMENT, embed,
                          round_eigenvectors, rounding_confidence, stroke_agreement)
 from ..appearance import ColourPalette, LabelModels
@@ -187,6 +188,10 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
     # 0.25 → 13.08 / 6.77; 0.5 → 12.50 / 6.15; 0.75 → 13.00 / 6.69; 1 → 12.67 / 6.62;
     # 2 → 12.92 / 7.31. Full sets at 0.5: BSDS 14.12 → 13.38, drops 12 → 11 / 385; GrabCut
     # 6.32 → 6.08; clicks 7.08 → 7.68 (docs/quality.md "Texture beside colour").
+    Option("islands", float, 0.0, "stroke-free components of a label smaller than this "
+           "share of the image go to the label around them; 0 = kept", "solve",
+           low=0.0, high=0.5),
+    Option("islands_keep", float, 2.0, "screening", "solve", low=0.0, high=2.0),
     Option("texture", float, 0.0, "texture in the labels' appearance models: each pixel's "
            "local standard deviation of L* in Gaussian windows of 1.5 and 3 px, times this, "
            "joins its CIE Lab colour in the Gaussian mixtures (computed once per image); "
@@ -475,6 +480,13 @@ class FastGE(GraphMethod):
                                          model_weight=o["model_weight"],
                                          keep_better=o["keep_better"],
                                          local=o["local_move"])
+            if o["islands"] > 0:
+                labels = absorb_islands(rounded[0], self.graph.shape, cons.sets,
+                                        cons.label_ids,
+                                        int(o["islands"] * self.graph.n),
+                                        None if prior is None else prior.colour,
+                                        o["islands_keep"])
+                rounded = (labels, rounded[1], rounded[2])
             timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
             if not needs_one_more_vector(rounded[2], m, cons.k):
                 return m, pairs, rounded
