@@ -58,6 +58,11 @@ class Segmentation:
         For an answer of a working copy smaller than the image: whether its boundary band
         was solved again at full resolution, and how (``docs/edges.md``); None when no
         refinement was tried (full-resolution answers, previews, other methods).
+    absorbed : ndarray (n,) bool or None
+        The pixels (flat, at the resolution the method solved: a working copy's for an
+        answer brought back) whose label came from the region around them, not from the
+        rounding of their own embedding row (FAST-GE's ``islands``); None when there are
+        none or the method does not absorb islands.
     """
 
     labels: np.ndarray
@@ -71,6 +76,7 @@ class Segmentation:
     preview: bool = False
     confidence: np.ndarray | Callable[[], np.ndarray] | None = None
     refinement: object = None
+    absorbed: np.ndarray | None = None
 
     def map_confidence(self, fn: Callable[[np.ndarray], np.ndarray]) -> None:
         """Replace the confidence map by ``fn(map)``, still computed only when first read."""

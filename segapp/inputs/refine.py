@@ -170,8 +170,12 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     if not cells.any():
         return _kept(result, "one region only: nothing to refine", t0)
     painted_small = _painted_cells(scribbles, (h, w))
-    rule = RoundingRule.fit(Vs, codes, k, unpainted=~painted_small.ravel())
-    sel = cells.ravel() & ~painted_small.ravel()
+    # cells whose label came from the region around them (FAST-GE's islands) follow no
+    # rule of their embedding: left out of the rule, and they keep their label below
+    absorbed = getattr(result, "absorbed", None)
+    own = np.ones(h * w, bool) if absorbed is None else ~np.asarray(absorbed, bool)
+    rule = RoundingRule.fit(Vs[own], codes[own], k, unpainted=~painted_small.ravel()[own])
+    sel = cells.ravel() & ~painted_small.ravel() & own
     agreement = rule.agreement(Vs[sel], codes[sel]) if sel.any() else 1.0
     if agreement < MIN_RULE_AGREEMENT:
         return _kept(result, f"the rounding is not a rule of the embedding here "
@@ -240,6 +244,11 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     labels = result.labels_copy()
     flat = labels.ravel()
     new = ids[rule(x)].astype(flat.dtype)
+    if absorbed is not None:
+        r, c = np.divmod(unknown, W)
+        cell = np.minimum(r * h // H, h - 1) * w + np.minimum(c * w // W, w - 1)
+        taken = ~own[cell]
+        new[taken] = flat[unknown[taken]]
     changed = int(np.count_nonzero(flat[unknown] != new))
     flat[unknown] = new
     timings["labels"] = time.perf_counter() - t

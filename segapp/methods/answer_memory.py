@@ -78,37 +78,41 @@ class AnswerMemory:
         app), the answer of the strokes it went back to, which is the one on screen.
         """
         ids = tuple(cons.label_ids)
-        for label_ids, sets, _, dtype, packed, _, _ in reversed(self._answers.values()):
+        for label_ids, sets, _, dtype, packed, *_ in reversed(self._answers.values()):
             if label_ids == ids and all(np.isin(old, new).all()
                                         for old, new in zip(sets, cons.sets)):
                 return _unpack(dtype, packed)
         return None
 
     def recall(self, key: bytes) -> tuple[int, np.ndarray, np.ndarray | None,
-                                          np.ndarray | None] | None:
+                                          np.ndarray | None, np.ndarray | None] | None:
         """The answer given before for the same strokes and options — (number of vectors,
         labels, labels its colour models learned from or None, the labels' log prior
-        probabilities its colour posteriors used or None) — or None."""
+        probabilities its colour posteriors used or None, the pixels it took from the
+        labels around them or None) — or None."""
         found = self._answers.get(key)
         if found is None:
             return None
         self._answers.move_to_end(key)
-        _, _, m, dtype, packed, learned, priors = found
+        _, _, m, dtype, packed, learned, priors, absorbed = found
         return (m, _unpack(dtype, packed), None if learned is None else _unpack(dtype, learned),
-                priors)
+                priors, None if absorbed is None else _unpack(np.dtype(bool), absorbed) > 0)
 
     def remember(self, cons: Constraints, labels: np.ndarray, key: bytes | None = None,
                  m: int = 0, learned: np.ndarray | None = None,
-                 priors: np.ndarray | None = None) -> None:
+                 priors: np.ndarray | None = None, absorbed: np.ndarray | None = None
+                 ) -> None:
         """Keep ``labels`` as the newest answer, for ``key`` (found with ``m`` vectors and
         colour models that learned from the answer ``learned``, if any, with the labels' log
-        prior probabilities ``priors``, if any); without a key (soft strokes: not recalled)
-        only as the tie-breaker."""
+        prior probabilities ``priors``, if any, its islands given to the labels around them
+        ``absorbed``, if any); without a key (soft strokes: not recalled) only as the
+        tie-breaker."""
         dtype = np.min_scalar_type(int(labels.max(initial=0)))
         pack = lambda a: zlib.compress(a.astype(dtype).tobytes(), 1)  # noqa: E731
         entry = (tuple(cons.label_ids), cons.sets, m, dtype, pack(labels),
                  None if learned is None else pack(learned),
-                 None if priors is None else np.array(priors, copy=True))
+                 None if priors is None else np.array(priors, copy=True),
+                 None if absorbed is None else zlib.compress(absorbed.tobytes(), 1))
         self._answers.pop(UNKEYED, None)
         key = UNKEYED if key is None else key
         self._answers[key] = entry

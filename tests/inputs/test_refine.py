@@ -320,3 +320,34 @@ def test_painted_cells_against_loops(shape, small):
             if s[y, x]:
                 expected[y * h // H, x * w // W] = True
     np.testing.assert_array_equal(R._painted_cells(s, small), expected)
+
+
+def test_absorbed_cells_keep_their_label_and_stay_out_of_the_rule():
+    """Cells an answer took from the region around them (FAST-GE's islands) follow no rule
+    of their embedding: the refinement neither counts them against the rule nor gives them
+    back to the label their embedding says, and refines the rest of the band as before."""
+    sess, s, coarse = _disc_session()
+    plain = sess.refine(coarse, s)
+    small = np.array(coarse.working_labels)
+    h, w = small.shape
+    inside = np.argwhere(small == 2)
+    # a patch of the disc's edge cells (unpainted) handed to the outside label
+    r0, c0 = inside[:, 0].min(), inside[:, 1].min()
+    patch = np.zeros((h, w), bool)
+    patch[r0:r0 + 3, :] = small[r0:r0 + 3, :] == 2
+    assert patch.any()
+    absorbed_small = small.copy()
+    absorbed_small[patch] = 1
+    taken = R._copy(coarse)
+    taken.working_labels = absorbed_small
+    taken.absorbed = patch.ravel()
+    H, W = s.shape
+    yi = np.minimum(np.arange(H) * h // H, h - 1)
+    xi = np.minimum(np.arange(W) * w // W, w - 1)
+    full_patch = patch[yi[:, None], xi[None, :]] & (s == 0)
+    taken.labels = np.where(full_patch, 1, np.asarray(coarse.labels))
+    done = sess.refine(taken, s)
+    assert done.refinement.applied, done.refinement.reason
+    assert (done.labels[full_patch] == 1).all()
+    elsewhere = ~full_patch
+    assert np.mean(done.labels[elsewhere] == plain.labels[elsewhere]) > 0.995

@@ -66,7 +66,7 @@ def test_recall_round_trips_and_keeps_only_the_newest():
         memory.remember(cons, answer, key, m=2, priors=prior)
     assert memory.recall(keys[0]) is None and memory.recall(keys[1]) is None
     for key, answer, prior in zip(keys[2:], answers[2:], priors[2:]):
-        m, labels, _, got = memory.recall(key)
+        m, labels, _, got, _ = memory.recall(key)
         assert m == 2 and labels.dtype == np.int32
         np.testing.assert_array_equal(labels, answer)
         np.testing.assert_array_equal(got, prior)           # the log priors it was solved with

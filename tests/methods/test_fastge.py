@@ -110,7 +110,8 @@ def test_cheeger_sweep_is_the_best_threshold_cut_of_the_dense_pencil():
     # Raw colours (no TV pre-filter): the sweep is checked on a graph whose eigenvector LOBPCG
     # resolves to 1e-10; on the TV-filtered one its residuals stall near 1e-5 at this size.
     g = image_graph(img, denoise=0)
-    res = FastGE(g, eigensolver="lobpcg", eig_tol=1e-12, res_tol=1e-10, maxiter=500).update(s)
+    res = FastGE(g, eigensolver="lobpcg", eig_tol=1e-12, res_tol=1e-10, maxiter=500,
+                 islands=0).update(s)   # the sweep itself (§4.6), no islands absorbed
     # dense pencil from scratch (§4.7)
     LD = g.laplacian.toarray()
     d = np.diag(LD).copy()
@@ -674,3 +675,32 @@ def test_texture_joins_the_colours_once_per_image():
     plain = FastGE.from_image(img)
     plain.update(s)
     assert plain.palette is plain.colours_made and plain.palette.colours.shape[1] == 3
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_islands_change_only_the_absorbed_pixels_and_no_painted_one(seed):
+    """``islands`` acts after the rounding: against the same solve without it, the labels
+    differ only on the pixels the answer reports as absorbed, every absorbed pixel lies in a
+    stroke-free patch of at most that share of the image, and the painted pixels keep their
+    labels. With the patch share 0 nothing is absorbed."""
+    from scipy import ndimage as ndi
+    rng = np.random.default_rng(seed)
+    img = np.repeat(np.repeat(rng.random((6, 8, 3)), 8, 0), 8, 1)
+    img = np.clip(img + rng.normal(0, 0.05, img.shape), 0, 1)
+    s = np.zeros(img.shape[:2], np.int32)
+    for lab in (1, 2, 3):
+        r, c = rng.integers(2, 44), rng.integers(2, 58)
+        s[r, c:c + 5] = lab
+    plain = segapp.segment(img, s, islands=0)
+    res = segapp.segment(img, s, islands=0.05)
+    assert plain.absorbed is None
+    differ = (res.labels != plain.labels).ravel()
+    absorbed = np.zeros(s.size, bool) if res.absorbed is None else res.absorbed
+    assert not (differ & ~absorbed).any()
+    assert strokes_keep_their_labels(res.labels, s)
+    L = plain.labels
+    for lab in (1, 2, 3):
+        comp, _ = ndi.label(L == lab)
+        for i in np.unique(comp.ravel()[absorbed & (L.ravel() == lab)]):
+            patch = comp == i
+            assert patch.sum() <= 0.05 * s.size and not (s[patch] == lab).any()

@@ -30,13 +30,14 @@ def _components(mask: np.ndarray) -> list[list[tuple[int, int]]]:
     return out
 
 
-def _reference(L, sets, ids, max_pixels):
+def _reference(L, sets, ids, max_pixels, post=None, keep=1.0):
     h, w = L.shape
     drop = np.zeros(L.shape, bool)
     for a, lid in enumerate(ids):
         painted = {divmod(int(i), w) for i in sets[a]}
         for comp in _components(L == lid):
-            if len(comp) <= max_pixels and not painted.intersection(comp):
+            kept = post is not None and np.mean([post[r * w + c, a] for r, c in comp]) >= keep
+            if len(comp) <= max_pixels and not painted.intersection(comp) and not kept:
                 for p in comp:
                     drop[p] = True
     if not drop.any() or drop.all():
@@ -51,8 +52,9 @@ def _reference(L, sets, ids, max_pixels):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 10_000), k=st.integers(2, 4), max_pixels=st.integers(1, 12))
-def test_matches_brute_force(seed, k, max_pixels):
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 4), max_pixels=st.integers(1, 12),
+       keep=st.sampled_from([None, 0.3, 0.6]))
+def test_matches_brute_force(seed, k, max_pixels, keep):
     rng = np.random.default_rng(seed)
     L = rng.integers(1, k + 1, size=(9, 11)).astype(np.int32)
     ids = list(range(1, k + 1))
@@ -63,8 +65,13 @@ def test_matches_brute_force(seed, k, max_pixels):
             L.ravel()[rng.integers(L.size)] = lid
             where = np.flatnonzero(L.ravel() == lid)
         sets.append(rng.choice(where, size=1))
-    got = absorb_islands(L.ravel(), L.shape, sets, ids, max_pixels).reshape(L.shape)
-    ref = _reference(L, sets, ids, max_pixels)
+    post = None
+    if keep is not None:
+        post = rng.random((L.size, k))
+        post /= post.sum(1, keepdims=True)
+    got = absorb_islands(L.ravel(), L.shape, sets, ids, max_pixels, post,
+                         2.0 if keep is None else keep)[0].reshape(L.shape)
+    ref = _reference(L, sets, ids, max_pixels, post, 2.0 if keep is None else keep)
     sure = ref >= 0                       # equidistant nearest pixels of two labels: either
     assert np.array_equal(got[sure], ref[sure])
     for a, lid in enumerate(ids):         # painted pixels keep their label
@@ -77,7 +84,9 @@ def test_large_far_region_kept_small_one_absorbed():
     L[30:32, 30:32] = 2        # 4 px
     L[35:38, 2:5] = 2          # 9 px, painted
     sets = [np.array([0]), np.array([35 * 40 + 2])]
-    out = absorb_islands(L.ravel(), L.shape, sets, [1, 2], 50).reshape(L.shape)
+    out, absorbed = absorb_islands(L.ravel(), L.shape, sets, [1, 2], 50)
+    out = out.reshape(L.shape)
+    assert np.array_equal(absorbed.reshape(L.shape), (L == 2) & (out == 1))
     assert (out[5:25, 5:25] == 2).all()
     assert (out[30:32, 30:32] == 1).all()
     assert (out[35:38, 2:5] == 2).all()
@@ -86,5 +95,7 @@ def test_large_far_region_kept_small_one_absorbed():
 @pytest.mark.parametrize("max_pixels", [0, 1000])
 def test_nothing_to_absorb_returns_input(max_pixels):
     L = np.array([1, 1, 2, 2], np.int32)
-    out = absorb_islands(L, (2, 2), [np.array([0]), np.array([3])], [1, 2], max_pixels)
+    out, absorbed = absorb_islands(L, (2, 2), [np.array([0]), np.array([3])], [1, 2],
+                                   max_pixels)
+    assert absorbed is None
     assert np.array_equal(out, L)
