@@ -198,7 +198,8 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            low=0.0, high=1.0),
     Option("island_keep", float, ISLAND_KEEP, "such a patch stays where the solve's colour "
            "prior gives it its own label with a mean probability of at least this (its "
-           "colours say it is that label); above 1 = none stays", "solve",
+           "colours say it is that label); above 1, or without colour models, none stays",
+           "solve",
            low=0.0, high=2.0),
     Option("texture", float, 0.0, "texture in the labels' appearance models: each pixel's "
            "local standard deviation of L* in Gaussian windows of 1.5 and 3 px, times this, "
@@ -336,9 +337,10 @@ class FastGE(GraphMethod):
         """The rounding's answer with its small stroke-free islands given to the labels
         around them (``islands``, :mod:`~segapp.partition.islands`), and their mask. An
         island stays where the solve's own prior (the colour posteriors with the labels'
-        shares, and ``reach``) says it is its label (mean ≥ ``island_keep``); the colour
-        posteriors with equal priors kept more islands that the next stroke flipped (GrabCut-dev
-        drops 15 / 450 against 14)."""
+        shares, and ``reach``) says it is its label (mean ≥ ``island_keep``); without colour
+        models (``appearance=0``, soft strokes, LOBPCG) none stays. The colour posteriors
+        with equal priors kept islands that the next stroke flipped more often (islands=0.1,
+        GrabCut-dev: 15 drops in 450 strokes against 14)."""
         share, shape = self.settings["islands"], self.graph.shape
         if not share or len(shape) != 2:
             return labels, None
