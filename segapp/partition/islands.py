@@ -57,17 +57,23 @@ def absorb_islands(labels: np.ndarray, shape: tuple[int, int], sets: Sequence[np
         comp, n = ndi.label(L == lid, structure=_FOUR)
         if n <= 1:
             continue
-        sizes = np.bincount(comp.ravel(), minlength=n + 1)
+        flat = comp.ravel()
+        sizes = np.bincount(flat, minlength=n + 1)
         held = np.zeros(n + 1, bool)
-        held[comp.ravel()[np.asarray(sets[a], dtype=np.int64)]] = True
+        held[flat[np.asarray(sets[a], dtype=np.int64)]] = True
         small = (sizes <= max_pixels) & ~held
         small[0] = False
-        if posteriors is not None and small.any():
-            mean = (np.bincount(comp.ravel(), weights=posteriors[:, a], minlength=n + 1)
+        if not small.any():
+            continue
+        where = np.flatnonzero(small[flat])
+        if posteriors is not None:
+            # the candidates' pixels only: a column of the whole (n, k) array is a strided
+            # read of all of it (5 × 1.1 ms at 250K px)
+            mean = (np.bincount(flat[where], weights=posteriors[where, a], minlength=n + 1)
                     / np.maximum(sizes, 1))
             small &= mean < keep
-        if small.any():
-            drop |= small[comp]
+            where = where[small[flat[where]]]
+        drop.ravel()[where] = True
     if not drop.any() or drop.all():
         return labels, None
     idx = ndi.distance_transform_edt(drop, return_distances=False, return_indices=True)
