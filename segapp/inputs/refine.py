@@ -52,7 +52,7 @@ from ..graphs.image import (TV_ITERATIONS, TV_MIN_WEIGHT, _offset_slices, grid_o
 from ..graphs.masked_tv import masked_tv
 from ..result import Segmentation
 from ..solve.band import BandSolver, two_core_cut
-from .resolution import bilinear_at, nearest
+from .resolution import bilinear_at, cell_index, nearest
 from .rounding_rule import RoundingRule
 
 #: Methods whose embedding is harmonic on the unpainted pixels (module docstring).
@@ -170,12 +170,17 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     if not cells.any():
         return _kept(result, "one region only: nothing to refine", t0)
     painted_small = _painted_cells(scribbles, (h, w))
+    unpainted = ~painted_small.ravel()
+    sel = cells.ravel() & unpainted
     # cells whose label came from the region around them (FAST-GE's islands) follow no
     # rule of their embedding: left out of the rule, and they keep their label below
-    absorbed = getattr(result, "absorbed", None)
-    own = np.ones(h * w, bool) if absorbed is None else ~np.asarray(absorbed, bool)
-    rule = RoundingRule.fit(Vs[own], codes[own], k, unpainted=~painted_small.ravel()[own])
-    sel = cells.ravel() & ~painted_small.ravel() & own
+    absorbed = result.absorbed
+    if absorbed is None:
+        rule = RoundingRule.fit(Vs, codes, k, unpainted=unpainted)
+    else:
+        own = ~absorbed
+        rule = RoundingRule.fit(Vs[own], codes[own], k, unpainted=unpainted[own])
+        sel &= own
     agreement = rule.agreement(Vs[sel], codes[sel]) if sel.any() else 1.0
     if agreement < MIN_RULE_AGREEMENT:
         return _kept(result, f"the rounding is not a rule of the embedding here "
@@ -245,9 +250,7 @@ def refine(result: Segmentation, image: np.ndarray, scribbles: np.ndarray,
     flat = labels.ravel()
     new = ids[rule(x)].astype(flat.dtype)
     if absorbed is not None:
-        r, c = np.divmod(unknown, W)
-        cell = np.minimum(r * h // H, h - 1) * w + np.minimum(c * w // W, w - 1)
-        taken = ~own[cell]
+        taken = absorbed[cell_index(*np.divmod(unknown, W), (H, W), (h, w))]
         new[taken] = flat[unknown[taken]]
     changed = int(np.count_nonzero(flat[unknown] != new))
     flat[unknown] = new

@@ -176,7 +176,7 @@ def reduce_strokes(labels: np.ndarray, shape: tuple[int, int],
     L = ids.size
     if L > h * w:
         raise InvalidInputError(f"{L} labels do not fit on a {w}×{h} working grid")
-    key = ((ys * h // H) * w + xs * w // W) * L + lab
+    key = cell_index(ys, xs, (H, W), shape) * L + lab
     pairs, counts = np.unique(key, return_counts=True)   # (coarse pixel, label) pairs
     pcell, plab = pairs // L, pairs % L
     # 1. majority per coarse pixel (pairs sorted by cell, then most pixels, then label id)
@@ -253,6 +253,15 @@ def bilinear_at(A: np.ndarray, shape: tuple[int, int], idx: np.ndarray) -> np.nd
     top = A[y0, x0] * (1 - wx) + A[y0, x1] * wx
     bottom = A[y1, x0] * (1 - wx) + A[y1, x1] * wx
     return (top * (1 - wy) + bottom * wy).astype(np.float64, copy=False)
+
+
+def cell_index(ys: np.ndarray, xs: np.ndarray, shape: tuple[int, int],
+               small: tuple[int, int]) -> np.ndarray:
+    """The working cell (flat index into ``small``) of each full-resolution pixel ``(ys, xs)``
+    of an image of ``shape``: ``(y·h // H, x·w // W)``, the cells of :func:`nearest` and
+    :func:`reduce_strokes`."""
+    (H, W), (h, w) = shape, small
+    return (ys * h // H) * w + xs * w // W
 
 
 def nearest(small: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -476,8 +476,7 @@ class FastGE(GraphMethod):
         key = (path, st.st_mtime_ns, st.st_size, tuple(cons.label_ids))
         if self._carried is None or self._carried[0] != key:
             learnt = LearntAppearance.read(path)
-            self._carried = (key, learnt.posteriors(self.colours_made,
-                                                              list(cons.label_ids)))
+            self._carried = (key, learnt.posteriors(self.colours_made, list(cons.label_ids)))
         return self._carried[1]
 
     def _recall(self, cons: Constraints, soft: bool
