@@ -1314,3 +1314,18 @@ def test_a_batch_fails_a_multi_page_image_with_the_reason_and_reads_the_page_ask
     again = run_batch(find_pairs(photos), tmp_path / "out2", progress=False, page=2)
     assert {r["status"] for r in again.rows} == {"ok", "failed"}   # b.png has no page 2
     assert (tmp_path / "out2" / "a.png").is_file()
+
+
+@pytest.mark.parametrize("top, hint", [(40, True), (255, True), (300, False)])
+def test_label_ids_above_nine_without_a_schema_say_how_to_get_more(tmp_path, top, hint):
+    """A greyscale map with ids 1, 12 and ``top``: refused without a schema, with the way to
+    more labels where a schema can name them (ids up to 255); with max_label it reads."""
+    s = np.zeros((40, 50), np.uint16 if top > 255 else np.uint8)
+    s[5:10, 5:20], s[20:22, 0:10], s[30:35, 30:45] = 1, 12, top
+    Image.fromarray(s).save(tmp_path / "s.png")
+    msg = _one_line_invalid(lambda: io.read_scribbles(tmp_path / "s.png"))
+    assert f"found {top}" in msg
+    assert ("--labels SCHEMA.json" in msg) is hint
+    if hint:
+        labels = io.read_scribbles(tmp_path / "s.png", max_label=top)
+        assert set(np.unique(labels)) == {0, 1, 12, top}

@@ -291,9 +291,12 @@ def _check_label_values(values: np.ndarray, max_label: int = DEFAULT_MAX_LABEL) 
                 f"{share:.0%} of the pixels are above {max_label}: this looks like a photo, "
                 f"not scribbles (label ids 0..{max_label}, or colour strokes on black or "
                 "transparency)")
+        more = (f"; ids up to {MAX_LABEL_ID} need a label schema that names them (--labels "
+                "SCHEMA.json on the command line, max_label= here)"
+                if max_label == DEFAULT_MAX_LABEL and hi <= MAX_LABEL_ID else "")
         raise InvalidInputError(
             f"scribble values must be label ids 0..{max_label}, found {hi} (is this a colour "
-            f"stroke image saved as greyscale? draw labels with values 1..{max_label})")
+            f"stroke image saved as greyscale? draw labels with values 1..{max_label}{more})")
     return v.astype(np.int32)
 
 
