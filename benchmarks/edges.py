@@ -24,6 +24,9 @@ Measurement (one process, one BLAS thread, as the app's solves)
       whole cells), the most of a boundary that follows the image; and ``on grid``: the
       share of boundary pixel pairs that lie on a working-cell border (1.0 for a staircase,
       about ``h / H`` for a boundary that ignores the grid).
+    * **full vs seed 1 / full vs +1 px** (``--spread``): how far the full-resolution solve
+      agrees with itself on the 6-px band, given another k-means seed (``seed=1``) or the
+      same strokes moved one pixel down and right: the spread of the reference itself;
     * **rw s** (``--peer``): scikit-image's ``random_walker`` (``mode="cg_mg"``) on the same
       image and strokes, and the ratio refine / rw.
 
@@ -34,6 +37,7 @@ Usage::
 
     python benchmarks/edges.py                          # 4 images × 2.5 and 12 MP, ~6 min
     python benchmarks/edges.py --images astronaut --sizes 2.5 --peer
+    python benchmarks/edges.py --sizes 2.5 --spread     # the full solve against itself
 """
 
 from __future__ import annotations
@@ -100,6 +104,9 @@ def main() -> None:
     ap.add_argument("--full-max", type=float, default=4.0,
                     help="compare with a full-resolution solve up to this many MP")
     ap.add_argument("--peer", action="store_true", help="time random_walker too")
+    ap.add_argument("--spread", action="store_true",
+                    help="also solve at full resolution with seed 1 and with the strokes "
+                         "moved 1 px, and give their agreement with the full solve")
     ap.add_argument("--cache", default=None,
                     help="folder keeping the full solves' labels between runs")
     args = ap.parse_args()
@@ -138,6 +145,14 @@ def main() -> None:
                     B = band6(res.labels, full)
                     row[f"{tag} band"] = float(np.mean(res.labels[B] == full[B]))
                     row[f"{tag} all"] = float(np.mean(res.labels == full))
+                if args.spread:
+                    shifted = np.zeros_like(s)
+                    shifted[1:, 1:] = s[:-1, :-1]
+                    for tag, strokes, opts in (("seed 1", s, {"seed": 1}),
+                                               ("+1 px", shifted, {})):
+                        other = segapp.segment(img, strokes, max_pixels=None, **opts).labels
+                        B = band6(other, full)
+                        row[f"full vs {tag}"] = float(np.mean(other[B] == full[B]))
             if args.peer:
                 from skimage.segmentation import random_walker
                 t = time.perf_counter()

@@ -97,6 +97,16 @@ OPTIONS: tuple[Option, ...] = GRAPH_OPTIONS + (
            "the labels' own colour models (GrabCut's: −log of each pixel's posterior, nats "
            "per pixel) where the colour models are used; 0 = without it",
            "solve", low=0.0, high=100.0),
+    # Issue 31: FAST-GE's ratio makes a first two-label cut the least cut around a stroke
+    # (GrabCut-dev memorial: 0.9% of the photo, IoU 0.05). Full dev sets, 20 strokes, seed 0,
+    # False → True: GrabCut-dev IoU 1st 0.571 → 0.616, NoC@90 5.64 → 5.28, drops 13 → 15 /
+    # 450; BSDS-dev 0.626 → 0.639, 12.88 → 12.54, drops 12 → 12 / 385; clicks NoC@90 6.80 →
+    # 6.24 (docs/quality.md "The first two-label cut").
+    Option("balance", bool, True, "two-label answers with no previous answer to keep close "
+           "to (the first; one whose previous answer the stability gate sets aside), where "
+           "the strokes' colours differ: the sweep weighs each cut by its balance "
+           "(normalized cut) instead of FAST-GE's ratio, whose least cut is then often a "
+           "small region round a stroke", "solve"),
     # On by default (issue 10 item 4): fewer results made worse by a corrective stroke and
     # fewer strokes to 85/90% IoU on both dev sets and in the click protocol, with the gate
     # partition.PREVIOUS_GATE (docs/quality.md); a session's answer then depends on its edit
@@ -510,7 +520,7 @@ class FastGE(GraphMethod):
                                          posteriors=None if prior is None else prior.colour,
                                          model_weight=o["model_weight"],
                                          keep_better=o["keep_better"],
-                                         local=o["local_move"])
+                                         local=o["local_move"], balance=o["balance"])
             timings["partition"] = timings.get("partition", 0.0) + time.perf_counter() - t
             if not needs_one_more_vector(rounded[2], m, cons.k):
                 return m, pairs, rounded

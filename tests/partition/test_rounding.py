@@ -30,3 +30,30 @@ def test_an_erased_stroke_gives_the_history_free_answer():
     painted[10:14, 16:20] = 1
     assert np.all(session.update(painted).labels[:, 12:24] == 1)
     np.testing.assert_array_equal(session.update(s).labels, segapp.segment(img, s).labels)
+
+
+def test_balance_reaches_the_first_two_label_sweep_only(monkeypatch):
+    """``balance`` (on by default) reaches the two-label sweep; the sweep weighs balance only
+    without a previous answer: a session's first answer and every :func:`segapp.segment`,
+    not the answers after an edit."""
+    import segapp
+    from segapp.partition import rounding
+
+    seen = []
+    sweep = rounding.sweep_cut
+
+    def spy(x, pencil, cons, **kw):
+        seen.append((kw.get("balance"), kw.get("previous") is not None))
+        return sweep(x, pencil, cons, **kw)
+
+    monkeypatch.setattr(rounding, "sweep_cut", spy)
+    img, s = _bands()
+    segapp.segment(img, s, balance=False)
+    assert seen == [(False, False)]
+    seen.clear()
+    session = segapp.Session(img)
+    session.update(s)
+    more = s.copy()
+    more[2:4, 3:8] = 1
+    session.update(more)
+    assert seen == [(True, False), (True, True)]
