@@ -9,7 +9,8 @@ Images and strokes
     real photo of that size would be.
 Measurement (one process, one BLAS thread, as the app's solves)
     * **coarse s**: ``Session(image)`` + ``update(strokes, refine=False)`` — the working
-      answer (0.5 MP working copy) brought back by nearest neighbour, what the app shows first;
+      answer (0.5 MP working copy, or ``--max-pixels``) brought back by nearest neighbour,
+      what the app shows first;
     * **refine s**: ``Session.refine`` of that answer (band, features, system, solve,
       labels) — what comes after it, before any export; **refine cpu s** its processor
       seconds (one thread: about what an idle machine's wall clock would show);
@@ -38,6 +39,7 @@ Usage::
     python benchmarks/edges.py                          # 4 images × 2.5 and 12 MP, ~6 min
     python benchmarks/edges.py --images astronaut --sizes 2.5 --peer
     python benchmarks/edges.py --sizes 2.5 --spread     # the full solve against itself
+    python benchmarks/edges.py --sizes 2.5 4 --max-pixels 2000000   # the app's largest working size
 """
 
 from __future__ import annotations
@@ -104,6 +106,8 @@ def main() -> None:
     ap.add_argument("--full-max", type=float, default=4.0,
                     help="compare with a full-resolution solve up to this many MP")
     ap.add_argument("--peer", action="store_true", help="time random_walker too")
+    ap.add_argument("--max-pixels", type=int, default=None,
+                    help="the working size (default: the Session's, 500000)")
     ap.add_argument("--spread", action="store_true",
                     help="also solve at full resolution with seed 1 and with the strokes "
                          "moved 1 px, and give their agreement with the full solve")
@@ -117,7 +121,8 @@ def main() -> None:
             H, W = s.shape
             with threadpool_limits(limits=1, user_api="blas"):
                 t = time.perf_counter()
-                sess = segapp.Session(img)
+                sess = (segapp.Session(img) if args.max_pixels is None
+                        else segapp.Session(img, max_pixels=args.max_pixels))
                 sess.background = False
                 coarse = sess.update(s, refine=False)
                 t_coarse = time.perf_counter() - t
