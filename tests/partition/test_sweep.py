@@ -31,6 +31,16 @@ def tiny_graph(rng, n):
     return graph_from_adjacency(sp.csr_matrix(W))
 
 
+def every_prefix(order, score):
+    """``score`` of the indicator vector of every prefix of ``order`` (lengths 1 … n − 1)."""
+    out = []
+    for p in range(1, len(order)):
+        ind = np.zeros(len(order))
+        ind[order[:p]] = 1
+        out.append(score(ind))
+    return out
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(5, 12), strokes=st.booleans())
 def test_sweep_cut_is_the_best_prefix_of_the_dense_pencil(seed, n, strokes):
@@ -47,11 +57,7 @@ def test_sweep_cut_is_the_best_prefix_of_the_dense_pencil(seed, n, strokes):
     LG, LH = pencil.dense()
     x = rng.standard_normal(n)
     order = np.argsort(x, kind="stable")
-    ratios = []
-    for p in range(1, n):
-        ind = np.zeros(n)
-        ind[order[:p]] = 1
-        ratios.append((ind @ LG @ ind) / (ind @ LH @ ind))
+    ratios = every_prefix(order, lambda ind: (ind @ LG @ ind) / (ind @ LH @ ind))
     mask = sweep_cut(x, pencil, cons)
     expected = np.zeros(n, bool)
     expected[order[:int(np.argmin(ratios)) + 1]] = True
@@ -87,11 +93,8 @@ def test_sweep_cut_with_a_previous_answer_is_the_closest_near_best_prefix(seed, 
     x = rng.standard_normal(n)
     previous = rng.random(n) < 0.5
     order = np.argsort(x, kind="stable")
-    prefixes = []
-    for p in range(1, n):
-        ind = np.zeros(n)
-        ind[order[:p]] = 1
-        prefixes.append(((ind @ LG @ ind) / (ind @ LH @ ind), int(np.sum((ind > 0) == previous))))
+    prefixes = every_prefix(order, lambda ind: ((ind @ LG @ ind) / (ind @ LH @ ind),
+                                                int(np.sum((ind > 0) == previous))))
     best = min(r for r, _ in prefixes)
     ratios = [r for r, _ in prefixes]
     w = max(1, min(SWEEP_MIN_WINDOW, n // 10))              # window=0: the smallest window
@@ -282,12 +285,12 @@ def test_balanced_sweep_is_the_best_prefix_by_normalized_cut_times_split_share(s
     _, _, separated = parts((lab == 1).astype(float))
     x = rng.standard_normal(n)
     order = np.argsort(x, kind="stable")
-    scores = []
-    for p in range(1, n):
-        ind = np.zeros(n)
-        ind[order[:p]] = 1
+
+    def balanced(ind):
         cut_g, cut_k, cl = parts(ind)
-        scores.append(cut_g / (cut_k * max(cl / separated, 1e-12)))
+        return cut_g / (cut_k * max(cl / separated, 1e-12))
+
+    scores = every_prefix(order, balanced)
     mask = sweep_cut(x, pencil, cons, balance=True)
     got = int(mask.sum())
     assert np.all(mask[order[:got]])
