@@ -10,7 +10,7 @@ instead (:func:`sweep_ratios`, ``balanced``; FAST-GE uses it where the sweep's c
 is used, :func:`segapp.partition.rounding.round_eigenvectors`): the strokes' cannot-link cliques make FAST-GE's
 ``cut_H`` the same for every cut that separates them, so its ratio is then the cut alone, and
 the least cut is the small region inside the strong edge nearest a stroke (the shrinking bias
-of minimum cuts); the balanced ratio is the normalized cut of the paper's demand graph K (§2).
+of minimum cuts); the balanced ratio is the normalized cut of the paper's demand graph K (§3).
 
 For photos the sweep also weighs two Gaussian colour models of the sides
 (:mod:`~segapp.partition.colour_model`): it minimises ``log ratio + w · c(S)``, and, given
@@ -140,7 +140,7 @@ def sweep_ratios(x: np.ndarray, pencil: Pencil, constraints: Constraints | None,
     .. math:: \frac{cut_G(S)}{cut_K(S)\,\sigma(S)}, \qquad
               cut_K(S) = \frac{vol(S)\,vol(\bar S)}{vol(V)},
 
-    ``K`` the demand graph at full weight (§2: its cut is normalized cut's balance) and
+    ``K`` the demand graph at full weight (§3: its cut is normalized cut's balance) and
     ``σ(S)`` the share of the cannot-link pairs that S splits (1 for a cut that separates
     every label's strokes). FAST-GE's ``cut_H`` is ``cut_K/n + c·σ(S)·P`` (P the cannot-link
     pairs' total weight); ``c·P`` dwarfs ``cut_K/n`` (on GrabCut's memorial, 1.9·10⁶ against
