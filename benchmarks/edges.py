@@ -55,6 +55,7 @@ from skimage.segmentation import find_boundaries
 from threadpoolctl import threadpool_limits
 
 import segapp
+from segapp.inputs.resolution import DEFAULT_MAX_PIXELS
 from segapp.samples import list_samples, sample_path, sample_scribbles_path
 
 
@@ -106,8 +107,8 @@ def main() -> None:
     ap.add_argument("--full-max", type=float, default=4.0,
                     help="compare with a full-resolution solve up to this many MP")
     ap.add_argument("--peer", action="store_true", help="time random_walker too")
-    ap.add_argument("--max-pixels", type=int, default=None,
-                    help="the working size (default: the Session's, 500000)")
+    ap.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+                    help="the working size (default: the Session's)")
     ap.add_argument("--spread", action="store_true",
                     help="also solve at full resolution with seed 1 and with the strokes "
                          "moved 1 px, and give their agreement with the full solve")
@@ -121,8 +122,7 @@ def main() -> None:
             H, W = s.shape
             with threadpool_limits(limits=1, user_api="blas"):
                 t = time.perf_counter()
-                sess = (segapp.Session(img) if args.max_pixels is None
-                        else segapp.Session(img, max_pixels=args.max_pixels))
+                sess = segapp.Session(img, max_pixels=args.max_pixels)
                 sess.background = False
                 coarse = sess.update(s, refine=False)
                 t_coarse = time.perf_counter() - t

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cancel import CancelToken
 from ..strokes.constraints import Constraints
-from .colour_model import COLOUR_WEIGHT, ImageColours, strokes_differ_in_colour
+from .colour_model import COLOUR_WEIGHT, ImageColours
 from .degenerate import reround_degenerate
 from .embedding import embed
 from .kmeans import stable_anchored_kmeans
@@ -63,10 +63,7 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     ``colours`` (:class:`~segapp.partition.colour_model.ImageColours`): the sweep also
     weighs how well two Gaussian colour models explain the cut (``colour_weight``; issue 22).
     ``balance``: a two-label answer without ``previous`` is swept by the balanced ratio
-    (:func:`~segapp.partition.sweep.sweep_cut`) where the colour term is used (the strokes'
-    colours differ beyond noise): the colours then speak against a balanced cut through a
-    region of one colour; without them the balanced ratio took 77% of a grey ring scene whose
-    inside (6%) leaks through a gap (``tests/test_seed_size.py``).
+    where the colour term is used (:func:`~segapp.partition.sweep.sweep_cut`).
     ``posteriors`` ((n, 2), the labels' colour models' ``P_a(i)`` in the order of
     ``cons.sets``): it also weighs their data term (``model_weight``,
     :mod:`~segapp.partition.model_cost`).
@@ -93,8 +90,7 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
                          colours=colours, colour_weight=colour_weight,
                          model=model, model_weight=model_weight,
                          keep_better=keep_better, contradicting=contradicting,
-                         balance=balance and _colours_speak(colours, colour_weight, cons)
-                         ).astype(np.int64)
+                         balance=balance).astype(np.int64)
         # The prefix is label 0's side if label 0's strokes are mostly in it.
         codes = mask ^ 1 if np.mean(mask[cons.sets[0]]) >= 0.5 else mask
         if stroke_agreement(codes, cons.sets).min() < STROKE_AGREEMENT:
@@ -109,10 +105,3 @@ def round_eigenvectors(X: np.ndarray, pencil: Pencil, cons: Constraints, *,
     codes = reround_degenerate(codes, V, pencil, cons)
     agreement = stroke_agreement(codes, cons.sets)
     return np.asarray(cons.label_ids, np.int32)[codes], V, agreement
-
-
-def _colours_speak(colours: ImageColours | None, weight: float, cons: Constraints) -> bool:
-    """Whether the sweep's colour term is used: colours given, weighed, and the strokes'
-    colours differing beyond the image's noise."""
-    return (colours is not None and weight > 0
-            and strokes_differ_in_colour(colours, cons.sets))

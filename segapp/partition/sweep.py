@@ -6,8 +6,8 @@ arrays, and the constraint cliques' cuts in closed form from per-label prefix su
 (``cut(S) = c Σ_{a,b} s_a(S) (s_b − s_b(S))`` over the relevant label pairs).
 
 A first answer (no previous answer to keep close to) can be swept by the *balanced* ratio
-instead (:func:`sweep_ratios`, ``balanced``; FAST-GE uses it where the sweep's colour term
-is used, :func:`segapp.partition.rounding.round_eigenvectors`): the strokes' cannot-link cliques make FAST-GE's
+instead, where the colour term is used (:func:`sweep_ratios`, ``balanced``;
+:func:`sweep_cut`, ``balance``): the strokes' cannot-link cliques make FAST-GE's
 ``cut_H`` the same for every cut that separates them, so its ratio is then the cut alone, and
 the least cut is the small region inside the strong edge nearest a stroke (the shrinking bias
 of minimum cuts); the balanced ratio is the normalized cut of the paper's demand graph K (§3).
@@ -250,7 +250,10 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
 
     ``balance`` (FAST-GE option ``balance``): without ``previous``, or where the gate sets
     it aside, the prefixes are scored by the balanced ratio (:func:`sweep_ratios`), not
-    FAST-GE's. With a previous answer kept the sweep reads FAST-GE's ratio, which its
+    FAST-GE's — where the colour term is used (``colours`` weighed, the strokes' colours
+    differing beyond noise): the colours then speak against a balanced cut through a region
+    of one colour, and without them the balanced ratio took 77% of a grey ring scene whose
+    inside (6%) leaks through a gap (``tests/test_seed_size.py``). With a previous answer kept the sweep reads FAST-GE's ratio, which its
     tolerance and gate were measured with: the balanced one there gave more corrective
     strokes that made the answer worse (GrabCut-dev: 19 of 450 against 13).
     """
@@ -281,7 +284,8 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
             own += model_weight * partition_model_cost(model, side)
         return float(own)
 
-    balance = balance and constraints is not None
+    balance = (balance and constraints is not None and colours is not None
+               and colour_weight > 0)
     balanced = balance and previous is None
     order, score = prefix_scores(balanced)
     best = int(np.argmin(score))

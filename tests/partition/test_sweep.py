@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from segapp.graphs import graph_from_adjacency
 from segapp.graphs.weighted import laplacian
+from segapp.partition.colour_model import (ImageColours, partition_colour_cost,
+                                           strokes_differ_in_colour)
 from segapp.partition.sweep import (SWEEP_MIN_WINDOW, SWEEP_TOLERANCE, ratio_cut, ratio_cuts,
                                     region_cuts, sweep_cut)
 from segapp.solve.pencil import Pencil
@@ -260,12 +262,14 @@ def test_sweep_cut_keeps_a_better_previous_answer_or_local_move(seed, n, local):
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(6, 14))
-def test_balanced_sweep_is_the_best_prefix_by_normalized_cut_times_split_share(seed, n):
-    """``balance=True`` without a previous answer: every prefix's ratio from the dense pencil
-    read as ``cut_G / (cut_K · σ)``: ``cut_K = vol(S) vol(S̄) / vol(V)`` from the degrees, and
-    ``σ`` the cannot-link part of ``1ᵀL_H 1`` (its ``K/n`` part taken off) over that part's
-    value for a cut that separates the strokes."""
+@given(seed=st.integers(0, 10_000), n=st.integers(6, 14), weight=st.sampled_from([0.5, 3.0]))
+def test_balanced_sweep_is_the_best_prefix_by_normalized_cut_times_split_share(seed, n,
+                                                                                 weight):
+    """``balance=True`` without a previous answer, the strokes' colours differing: every
+    prefix's ratio from the dense pencil read as ``cut_G / (cut_K · σ)``: ``cut_K = vol(S)
+    vol(S̄) / vol(V)`` from the degrees, and ``σ`` the cannot-link part of ``1ᵀL_H 1`` (its
+    ``K/n`` part taken off) over that part's value for a cut that separates the strokes; its
+    log plus the weighted colour cost. On one colour, FAST-GE's sweep."""
     rng = np.random.default_rng(seed)
     g = tiny_graph(rng, n)
     lab = np.zeros(n, int)
@@ -277,6 +281,10 @@ def test_balanced_sweep_is_the_best_prefix_by_normalized_cut_times_split_share(s
     LG, LH = pencil.dense()
     d = np.asarray(g.degrees, float)
     vol = d.sum()
+    colours = rng.normal(0, 10, (n, 3))
+    colours[lab == 2] += 200.0                   # the strokes of two colours
+    image = ImageColours(colours, np.full(3, 10.0))   # the noise as drawn
+    assert strokes_differ_in_colour(image, cons.sets)
 
     def parts(ind):
         cut_k = (d @ ind) * (vol - d @ ind) / vol
@@ -288,25 +296,30 @@ def test_balanced_sweep_is_the_best_prefix_by_normalized_cut_times_split_share(s
 
     def balanced(ind):
         cut_g, cut_k, cl = parts(ind)
-        return cut_g / (cut_k * max(cl / separated, 1e-12))
+        return (np.log(cut_g / (cut_k * max(cl / separated, 1e-12)))
+                + weight * partition_colour_cost(colours, ind > 0))
 
     scores = every_prefix(order, balanced)
-    mask = sweep_cut(x, pencil, cons, balance=True)
+    kw = {"colours": image, "colour_weight": weight}
+    mask = sweep_cut(x, pencil, cons, balance=True, **kw)
     got = int(mask.sum())
     assert np.all(mask[order[:got]])
-    assert scores[got - 1] == pytest.approx(min(scores), rel=1e-9)
+    assert scores[got - 1] == pytest.approx(min(scores), abs=1e-9)
     # a previous answer kept: FAST-GE's ratio; set aside by the gate: as a first answer
     previous = rng.random(n) < 0.5
     np.testing.assert_array_equal(
-        sweep_cut(x, pencil, cons, previous=previous, balance=True, gate=np.inf),
-        sweep_cut(x, pencil, cons, previous=previous, gate=np.inf))
+        sweep_cut(x, pencil, cons, previous=previous, balance=True, gate=np.inf, **kw),
+        sweep_cut(x, pencil, cons, previous=previous, gate=np.inf, **kw))
     np.testing.assert_array_equal(
-        sweep_cut(x, pencil, cons, previous=previous, balance=True, gate=0.0), mask)
+        sweep_cut(x, pencil, cons, previous=previous, balance=True, gate=0.0, **kw), mask)
+    # without the colour term the balance does not act
+    np.testing.assert_array_equal(sweep_cut(x, pencil, cons, balance=True),
+                                  sweep_cut(x, pencil, cons))
 
 
 def test_balanced_sweep_does_not_shrink_to_the_weakest_edge_next_to_a_stroke():
     """A path of 100 vertices, strokes at both ends, a weak edge (0.05) three vertices from
-    one stroke and a less weak one (0.1) in the middle. FAST-GE's ratio, its cut_H the same
+    one stroke and a less weak one (0.1) in the middle, its halves of two colours. FAST-GE's ratio, its cut_H the same
     for every cut between the strokes, picks the least cut (the three vertices); the balanced
     ratio the middle: 0.05 / (3·97/100) against 0.1 / (50·50/100), by hand, unit degrees
     aside."""
@@ -319,5 +332,10 @@ def test_balanced_sweep_does_not_shrink_to_the_weakest_edge_next_to_a_stroke():
     cons = build_constraints(lab, g.degrees)
     pencil = Pencil.from_constraints(g.laplacian, g.degrees, cons)
     x = np.arange(n, dtype=float)
-    assert sweep_cut(x, pencil, cons).sum() == 3
-    assert sweep_cut(x, pencil, cons, balance=True).sum() == 50
+    # the two halves of two colours, weighed too little to move the cut: the balance acts
+    # only where the colour term is used
+    colours = np.where(np.arange(n)[:, None] < 50, 0.0, 100.0) + np.random.default_rng(
+        0).normal(0, 1, (n, 3))
+    kw = {"colours": ImageColours.of(colours), "colour_weight": 1e-9}
+    assert sweep_cut(x, pencil, cons, **kw).sum() == 3
+    assert sweep_cut(x, pencil, cons, balance=True, **kw).sum() == 50
