@@ -129,11 +129,16 @@ def main() -> None:
                 t, c = time.perf_counter(), time.process_time()
                 fine = sess.refine(coarse, s)
                 t_refine, c_refine = time.perf_counter() - t, time.process_time() - c
+            done = fine.refinement     # None: solved at full resolution, nothing to refine
             row = {"image": name, "size": f"{W}×{H}", "coarse s": t_coarse,
-                   "refine s": t_refine, "refine cpu s": c_refine, "band px": fine.refinement.band_pixels,
-                   "solver": fine.refinement.solver or fine.refinement.reason}
+                   "refine s": t_refine, "refine cpu s": c_refine,
+                   "band px": 0 if done is None else done.band_pixels,
+                   "solver": "full resolution" if done is None else done.solver or done.reason}
             for tag, res in (("coarse", coarse), ("refined", fine)):
                 row[f"{tag} short/grid"] = "%.2f / %.2f" % steps(res.labels, sess.working_shape)
+            # its factor and hierarchy go before the full solve (a 4 MP working copy: ~10 GB)
+            sess.close()
+            del sess
             if mp <= args.full_max:
                 path = args.cache and os.path.join(args.cache, f"full_{name}_{mp}.npy")
                 if path and os.path.exists(path):

@@ -328,10 +328,13 @@ BASIC: frozenset[str] = frozenset({
 #: Not to be confused with ``pixel_limit`` (:data:`segapp.io.DEFAULT_PIXEL_LIMIT`), the size above
 #: which an image *file* is refused before it is decoded. The app offers these few values (and
 #: only for the methods that use a reduced copy); a Session takes any :data:`WORKING_PIXELS`.
+#: The largest, the direct solver's limit (:data:`segapp.solve.direct.MAX_FACTORED_PIXELS`),
+#: solves photos of up to 4 MP at full resolution: the answer a one-shot full solve gives,
+#: at seconds per edit and about 2.5 KB per pixel (docs/edges.md).
 MAX_PIXELS = Option("max_pixels", int, DEFAULT_MAX_PIXELS,
                     "working resolution: larger images are segmented on a reduced copy of at "
                     "most this many pixels (more: finer boundaries, slower)", "setup",
-                    choices=(125_000, 250_000, 500_000, 1_000_000, 2_000_000))
+                    choices=(125_000, 250_000, 500_000, 1_000_000, 2_000_000, 4_000_000))
 
 #: ``max_pixels`` as :class:`segapp.Session` and :func:`segapp.segment` take it: any integer ≥ 4
 #: (a 2 × 2 working grid), or None for full resolution.

@@ -316,3 +316,18 @@ def test_graph_options_with_a_given_graph_are_refused():
     W = W + W.T
     with pytest.raises(InvalidInputError, match="sigma: image-graph option"):
         segapp.cluster(np.r_[1, 2, np.zeros(18, int)], graph=W, sigma=0.5)
+
+
+def test_the_apps_largest_working_size_is_still_factored_and_solves_such_photos_whole():
+    """The app's largest working size is the direct solver's limit: a photo of that size is
+    segmented at full resolution (the answer of a full solve, docs/edges.md), on a factor."""
+    from segapp.inputs.resolution import working_shape
+    from segapp.options import MAX_PIXELS
+    from segapp.solve.direct import MAX_FACTORED_PIXELS
+
+    largest = max(MAX_PIXELS.choices)
+    assert largest == MAX_FACTORED_PIXELS
+    for shape in ((2000, 2000), (1633, 2449), (1291, 1936)):
+        assert working_shape(shape, largest) == shape
+    h, w = working_shape((3000, 4000), largest)     # 12 MP: a copy of at most that size
+    assert h * w <= largest and abs(h / w - 0.75) < 0.01

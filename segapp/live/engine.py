@@ -30,8 +30,9 @@ import numpy as np
 
 from .. import options
 from ..cancel import CancelToken
-from ..errors import Cancelled
-from ..methods import option_names, options_of
+from ..errors import Cancelled, InvalidInputError
+from ..inputs.resolution import DEFAULT_MAX_PIXELS, working_shape
+from ..methods import get, option_names, options_of
 
 __all__ = ["LiveEngine", "SessionCache", "SolveRequest", "split_options", "wants_preview",
            "PREVIEW_MIN_PIXELS", "PREVIEW_MAX_SHARE"]
@@ -42,6 +43,15 @@ PREVIEW_MIN_PIXELS = 300_000
 #: A session whose preview took more than this share of its full solve gets no more previews
 #: (landmark methods: their cost hardly depends on the pixel count).
 PREVIEW_MAX_SHARE = 0.35
+#: The session before the current one is kept only while its working copy has at most this
+#: many pixels: a FAST-GE session holds about 2.5 KB per working pixel (6.3 GB at 2.5 MP,
+#: 9.8 GB at 4 MP, factor and hierarchy), too much to keep for a switch back.
+KEEP_PIXELS = 1_000_000
+#: ... and a working copy larger than that is built only where the memory it needs is free:
+#: about this many bytes per working pixel (the peaks above), against ``MemAvailable``
+#: (Linux; elsewhere not checked). Without the check a 4 MP working size on a machine with
+#: less free memory was killed by the system, the window with it.
+SESSION_BYTES_PER_PIXEL = 2_500
 
 
 @dataclass(frozen=True)
@@ -71,8 +81,7 @@ def split_options(method: str, values: dict[str, Any]) -> tuple[dict[str, Any], 
 def wants_preview(session: Any, slow: bool) -> bool:
     """Whether to ask ``session`` for a preview: a large working copy, and a preview that was
     not ``slow`` (:data:`PREVIEW_MAX_SHARE`) before."""
-    shape = getattr(session, "working_shape", None)
-    return not slow and shape is not None and int(np.prod(shape)) >= PREVIEW_MIN_PIXELS
+    return not slow and _working_pixels(session) >= PREVIEW_MIN_PIXELS
 
 
 class SessionCache:
@@ -82,7 +91,8 @@ class SessionCache:
     Switching fastge → ensemble → fastge rebuilt fastge's Session (graph, multigrid, factor):
     the next fastge stroke took 6.5 s instead of ~0.8 s on the loaded machine (1.96 s
     against 0.94 s and then 0.31 s, measured with LiveEngine on the coffee photo, load 4.7).
-    Two sessions of a 0.5 MP working copy hold ~1 GB at most (benchmarks/painted.py's peaks).
+    Two sessions of a 0.5 MP working copy hold ~1 GB at most (benchmarks/painted.py's peaks);
+    one of a larger working copy than :data:`KEEP_PIXELS` is closed when another replaces it.
     """
 
     def __init__(self) -> None:
@@ -112,13 +122,15 @@ class SessionCache:
         if self._previous is not None and self._previous[0] == key:
             (self.key, self.session, self.preview_slow), self._previous = self._previous, current
             return self.session
-        # another image's sessions are of no more use: free them before building
-        keep = current if current is not None and current[0][0] == key[0] else None
+        # another image's sessions are of no more use, nor a large one: free them first
+        keep = current if (current is not None and current[0][0] == key[0]
+                           and _working_pixels(current[1]) <= KEEP_PIXELS) else None
         for old in (self._previous, current):
             if old is not None and old is not keep:
                 _close(old[1])
         self._previous = keep
         self.session = None
+        _check_memory(req, setup)
         import segapp  # looked up here: tests stand a scripted Session in
 
         self.session = segapp.Session(req.image, method=req.method, **setup)
@@ -140,6 +152,39 @@ def _close(session: Any) -> None:
     close = getattr(session, "close", None)
     if close is not None:
         close()
+
+
+def _check_memory(req: SolveRequest, setup: dict[str, Any]) -> None:
+    """Refuse a Session whose working copy is above :data:`KEEP_PIXELS` and needs more
+    memory than is free (:data:`SESSION_BYTES_PER_PIXEL`), with a line saying what to do."""
+    if getattr(get(req.method), "full_resolution", False):
+        return      # the landmark methods' memory is bounded by their landmarks
+    h, w = working_shape(req.image.shape[:2], setup.get("max_pixels", DEFAULT_MAX_PIXELS))
+    need = h * w * SESSION_BYTES_PER_PIXEL
+    free = available_memory()
+    if h * w > KEEP_PIXELS and free is not None and need > free:
+        raise InvalidInputError(
+            f"a working size of {h * w:,} pixels needs about {need / 2**30:.1f} GB of memory "
+            f"and {free / 2**30:.1f} GB is free: choose a smaller working size")
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system can give without swapping (``MemAvailable`` of
+    ``/proc/meminfo``), or None where that is not known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _working_pixels(session: Any) -> int:
+    """The pixels of a Session's working copy (0 for a stand-in without one)."""
+    shape = getattr(session, "working_shape", None)
+    return 0 if shape is None else int(np.prod(shape))
 
 
 def _pause(session: Any) -> None:

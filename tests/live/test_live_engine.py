@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 import segapp
 from segapp.errors import Cancelled
 from segapp.live import LiveEngine
+from segapp.live import engine as engine_module
 from segapp.live.engine import split_options
 
 
@@ -81,3 +84,45 @@ def test_going_back_to_the_method_before_reuses_its_session():
     engine.solve(engine.request(None, 2, img, strokes, "fastge"))    # another image
     assert engine.sessions.session is not fastge
     assert not engine.sessions.holds(engine.request(None, 1, img, strokes, "ncut"), {})
+
+
+def test_a_session_of_a_large_working_copy_is_not_kept_for_a_switch_back(monkeypatch):
+    """A FAST-GE session holds ~2.5 KB per working pixel (9.8 GB at 4 MP): the one before is
+    kept for a switch back only up to KEEP_PIXELS, and closed otherwise."""
+    monkeypatch.setattr(engine_module, "KEEP_PIXELS", 16 * 20 - 1)   # this scene is larger
+    engine = LiveEngine()
+    img, strokes = scene()
+    engine.solve(engine.request(None, 1, img, strokes, "fastge"))
+    large = engine.sessions.session
+    engine.solve(engine.request(None, 1, img, strokes, "fastge", (("max_pixels", 100),)))
+    small = engine.sessions.session
+    assert small.working_shape != large.working_shape and large.closed
+    assert not engine.sessions.holds(engine.request(None, 1, img, strokes, "fastge"), {})
+    engine.solve(engine.request(None, 1, img, strokes, "fastge"))    # the small one is kept
+    assert engine.sessions.holds(
+        engine.request(None, 1, img, strokes, "fastge", (("max_pixels", 100),)),
+        {"max_pixels": 100})
+
+
+def test_a_large_working_copy_is_refused_where_its_memory_is_not_free(monkeypatch):
+    """A 4 MP working size needs ~10 GB: where that is not free the system killed the app;
+    now the request fails with one line saying what to do, and a small copy still builds."""
+    monkeypatch.setattr(engine_module, "KEEP_PIXELS", 100)
+    monkeypatch.setattr(engine_module, "available_memory", lambda: 16 * 20 * 2_500 - 1)
+    engine = LiveEngine()
+    img, strokes = scene()       # 320 px: above KEEP_PIXELS, 1 byte short of free memory
+    with pytest.raises(segapp.errors.InvalidInputError,
+                       match=r"working size of 320 pixels needs .* choose a smaller"):
+        engine.solve(engine.request(None, 1, img, strokes, "fastge"))
+    assert engine.sessions.session is None
+    engine.solve(engine.request(None, 1, img, strokes, "fastge", (("max_pixels", 100),)))
+    monkeypatch.setattr(engine_module, "available_memory", lambda: None)   # not known
+    engine.solve(engine.request(None, 1, img, strokes, "fastge"))
+
+
+def test_available_memory_reads_the_systems_figure():
+    free = engine_module.available_memory()
+    if sys.platform.startswith("linux"):
+        assert free is not None and 2**20 < free < 2**50
+    else:
+        assert free is None
