@@ -126,3 +126,18 @@ def test_available_memory_reads_the_systems_figure():
         assert free is not None and 2**20 < free < 2**50
     else:
         assert free is None
+
+
+def test_the_memory_of_a_session_it_replaces_counts_as_free(monkeypatch):
+    """A closed session's memory stays with the process (reused, not given back to the
+    system): a switch from one large working copy to another is not refused for it."""
+    monkeypatch.setattr(engine_module, "KEEP_PIXELS", 100)
+    monkeypatch.setattr(engine_module, "available_memory", lambda: 16 * 20 * 2_500 // 2)
+    engine = LiveEngine()
+    img, strokes = scene()
+    with pytest.raises(segapp.errors.InvalidInputError, match="choose a smaller"):
+        engine.solve(engine.request(None, 1, img, strokes, "fastge"))
+    engine.sessions.session = segapp.Session(img)    # as if built when memory was free
+    engine.sessions.key = (1, "fastge", ())
+    engine.solve(engine.request(None, 1, img, strokes, "fastge", (("connectivity", 8),)))
+    assert engine.sessions.session.working_shape == img.shape
