@@ -26,6 +26,10 @@ from ..live import Result
 from .worker import SegmentationWorker
 from . import words
 
+#: The words of a failed solve, in the status bar and at the head of the message bar's line
+#: (which the window takes down once an answer is shown again).
+SOLVE_FAILED = "Segmentation failed"
+
 
 class Display(QObject):
     """Keeps :attr:`AppState.shown` the segmentation of the strokes on screen.
@@ -161,9 +165,9 @@ class Display(QObject):
                               "answer follows…")
 
     def _on_failed(self, _tag: Any, message: str) -> None:
-        self._status = "Segmentation failed"
+        self._status = SOLVE_FAILED
         emit(self.status, self._status)
-        emit(self.message, f"error: Segmentation failed: {message}")
+        emit(self.message, f"error: {SOLVE_FAILED}: {message}")
 
     def _on_progress(self, _tag: Any, progress: Any) -> None:
         self._progress = (progress, time.perf_counter())

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from . import actions, files, help
 from .bind import bind
 from .canvas import Canvas
-from .display import Display
+from .display import SOLVE_FAILED, Display
 from .document import Document
 from .document.folder import AUTOSAVE
 from .folder_panel import FolderPanel
@@ -111,6 +111,7 @@ class MainWindow(QMainWindow):
         self.document.start_journal()
         self.display = Display(state, self.canvas, self.worker, self.document.edit_later, self)
         self.display.shownChanged.connect(self.segmentationShown)
+        self.display.shownChanged.connect(self._clear_solve_failure)
         self.display.message.connect(self._on_display_message)
         self.status = StatusWidgets(self)
         # the status bar's parts, by name (tests and scripts read them)
@@ -447,6 +448,11 @@ class MainWindow(QMainWindow):
 
     def show_info(self, text: str) -> None:
         self.statusBar().showMessage(text, 8000)
+
+    def _clear_solve_failure(self, _tag: Any) -> None:
+        """An answer is on screen again: a failed solve's line no longer says what is."""
+        if self.message_bar.text().startswith(SOLVE_FAILED):
+            self.message_bar.hide()
 
     def _on_display_message(self, text: str) -> None:
         if text.startswith("error: "):

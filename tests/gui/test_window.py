@@ -263,6 +263,13 @@ def test_unreadable_image_and_solver_failure_show_messages(qtbot, window, tmp_pa
         paint_two_labels(qtbot, win)
     qtbot.waitUntil(lambda: "did not converge" in win.message_bar.text(), timeout=2000)
     assert "Segmentation failed" in win.message_bar.text()
+    # the cause gone, the next answer takes the failure's line down (it stayed, saying
+    # "Segmentation failed" over a good answer)
+    monkeypatch.undo()
+    with qtbot.waitSignal(win.segmentationShown, timeout=SOLVE_TIMEOUT):
+        qtbot.keyClick(win.canvas, Qt.Key.Key_1)
+        drag(qtbot, win.canvas, [(55, 50), (65, 50)])
+    assert win.message_bar.text() == ""
 
 
 def test_session_save_and_open_roundtrip(qtbot, window, make_window, tmp_path):
