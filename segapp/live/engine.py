@@ -173,11 +173,11 @@ def _check_memory(req: SolveRequest, setup: dict[str, Any], freed: int = 0) -> N
     if getattr(get(req.method), "full_resolution", False):
         return      # the landmark methods' memory is bounded by their landmarks
     h, w = working_shape(req.image.shape[:2], setup.get("max_pixels", DEFAULT_MAX_PIXELS))
-    need = h * w * SESSION_BYTES_PER_PIXEL
-    free = available_memory()
-    if free is not None:
-        free += freed * SESSION_BYTES_PER_PIXEL
-    if h * w > KEEP_PIXELS and free is not None and need > free:
+    free = available_memory() if h * w > KEEP_PIXELS else None
+    if free is None:
+        return
+    need, free = h * w * SESSION_BYTES_PER_PIXEL, free + freed * SESSION_BYTES_PER_PIXEL
+    if need > free:
         raise InvalidInputError(
             f"a working size of {h * w:,} pixels needs about {need / 2**30:.1f} GB of memory "
             f"and {free / 2**30:.1f} GB is free: choose a smaller working size")

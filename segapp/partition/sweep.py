@@ -70,8 +70,10 @@ def ratio_cut(codes: np.ndarray, pencil: Pencil, constraints: Constraints) -> fl
 
 
 def ratio_cuts(partitions: Sequence[np.ndarray], pencil: Pencil,
-               constraints: Constraints) -> np.ndarray:
-    """:func:`ratio_cut` of each of several partitions (label indices 0..k−1), in one pass.
+               constraints: Constraints, balanced: bool = False) -> np.ndarray:
+    """:func:`ratio_cut` of each of several partitions (label indices 0..k−1), in one pass;
+    with ``balanced``, each region's term over the balanced denominator of
+    :func:`sweep_ratios` instead (for two sides, half the sum is the balanced sweep's ratio).
 
     The data-graph terms ``cut_D(S_a) = x_aᵀ L x_a`` are :func:`region_cuts`; the volumes
     and the cliques' terms are per-label sums: ``vol(S_a) = Σ_{i ∈ S_a} d_i`` and the stroke
@@ -93,7 +95,8 @@ def ratio_cuts(partitions: Sequence[np.ndarray], pencil: Pencil,
         rest = totals[None, :] - inside
         within = np.einsum("ab,ab->a", inside, rest)
         across = inside.sum(1) * rest.sum(1) - within
-        cut_h = vs * (vol - vs) / (vol * n) + c * across
+        cut_h = (vs * (vol - vs) / vol * _split_share(across, totals) if balanced
+                 else vs * (vol - vs) / (vol * n) + c * across)
         out[q] = np.sum((cuts[q] + c * within) / np.maximum(cut_h, np.finfo(float).tiny))
     return out
 
@@ -135,7 +138,7 @@ def sweep_ratios(x: np.ndarray, pencil: Pencil, constraints: Constraints | None,
     Returns the n − 1 ratios (prefix lengths 1 … n − 1) and the order. ``G = G_D + Ĝ_ML`` and
     ``H = K/n + Ĝ_CL``; O(|E| + n log n) with difference arrays.
 
-    ``balanced`` (with constraints): the ratio of :func:`balanced_ratio` instead,
+    ``balanced`` (with constraints): the balanced ratio instead,
 
     .. math:: \frac{cut_G(S)}{cut_K(S)\,\sigma(S)}, \qquad
               cut_K(S) = \frac{vol(S)\,vol(\bar S)}{vol(V)},
@@ -190,21 +193,6 @@ def _split_share(across: np.ndarray | float, totals: np.ndarray) -> np.ndarray:
     nothing scores as very bad rather than infinite."""
     pairs = (totals.sum() ** 2 - np.sum(totals ** 2)) / 2     # Σ_{a<b} s_a s_b
     return np.maximum(np.asarray(across, float) / max(pairs, np.finfo(float).tiny), 1e-12)
-
-
-def balanced_ratio(side: np.ndarray, pencil: Pencil, constraints: Constraints) -> float:
-    """The balanced ratio (:func:`sweep_ratios`) of one two-sided partition (side: boolean
-    (n,)), as the sweep scores its prefixes."""
-    d = pencil.degrees
-    vol, c, u = float(d.sum()), constraints.scale, constraints.weights
-    cut = float(region_cuts(pencil.L, [side.astype(np.int64)], 2)[0, 0])
-    totals = np.array([u[S].sum() for S in constraints.sets])
-    inside = np.array([u[S][side[S]].sum() for S in constraints.sets])
-    within = float(np.sum(inside * (totals - inside)))
-    across = float(inside.sum() * (totals - inside).sum()) - within
-    vs = float(d[side].sum())
-    return (cut + c * within) / max(vs * (vol - vs) / vol * float(_split_share(across, totals)),
-                                    np.finfo(float).tiny)
 
 
 def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
@@ -262,22 +250,21 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
         colours = None  # the strokes' colours do not tell the labels apart
     n = x.shape[0]
 
-    def prefix_scores(balanced: bool) -> tuple[np.ndarray, np.ndarray]:
-        """The order and every prefix's score."""
+    def prefix_scores(balanced: bool) -> tuple[np.ndarray, np.ndarray, int]:
+        """The order, every prefix's score and the best prefix."""
         ratio, order = sweep_ratios(x, pencil, constraints, balanced)
         score = np.log(np.maximum(ratio, np.finfo(float).tiny))
         if colours is not None and colour_weight > 0:
             score = score + colour_weight * prefix_colour_costs(colours.lab, order)
         if model is not None and model_weight > 0:
             score = score + model_weight * prefix_model_costs(model, order)
-        return order, score
+        return order, score, int(np.argmin(score))
 
     def partition_score(side: np.ndarray) -> float:
         """The prefix score of any two-sided partition (side: boolean (n,))."""
         # the two terms of ratio_cut are equal for two sides: each is the sweep's ratio
-        own = np.log(max(balanced_ratio(side, pencil, constraints) if balanced else
-                         ratio_cut(side.astype(np.int64), pencil, constraints) / 2,
-                         np.finfo(float).tiny))
+        own = np.log(max(ratio_cuts([side.astype(np.int64)], pencil, constraints,
+                                    balanced)[0] / 2, np.finfo(float).tiny))
         if colours is not None and colour_weight > 0:
             own += colour_weight * partition_colour_cost(colours.lab, side)
         if model is not None and model_weight > 0:
@@ -287,8 +274,7 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
     balance = (balance and constraints is not None and colours is not None
                and colour_weight > 0)
     balanced = balance and previous is None
-    order, score = prefix_scores(balanced)
-    best = int(np.argmin(score))
+    order, score, best = prefix_scores(balanced)
     top = score[best]
     before = previous
     own = None
@@ -298,8 +284,7 @@ def sweep_cut(x: np.ndarray, pencil: Pencil, constraints: Constraints | None, *,
             previous = None
             if balance:   # no answer to keep close to: scored as a first answer
                 balanced, own = True, None
-                order, score = prefix_scores(True)
-                best = int(np.argmin(score))
+                order, score, best = prefix_scores(True)
                 top = score[best]
     if previous is not None:
         inside = np.cumsum(previous[order], dtype=np.int64)[: n - 1]  # previous side in S
