@@ -254,7 +254,8 @@ class DaskExecutor(Executor):
                     raise SegappError(f"--workers must be at least 1, got {workers}")
                 # Dask's statistical profiler samples the task thread every 10 ms: measured
                 # 1.15-1.4x the time per task here (8 pairs, two interleaved runs).
-                with dask.config.set({"distributed.worker.profile.enabled": False}):
+                with (dask.config.set({"distributed.worker.profile.enabled": False}),
+                      _quiet_workers()):
                     self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
                                                  processes=True, dashboard_address=None)
                 self.name = "dask LocalCluster"
@@ -340,6 +341,34 @@ def _sigint_cancels() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, old)
         INTERRUPTED.clear()
+
+
+#: Dask's logging level of the ``distributed`` loggers, as its config reads it from the
+#: environment (``logging.distributed``) when a process imports ``distributed``.
+QUIET_WORKERS_ENV = "DASK_LOGGING__DISTRIBUTED"
+
+
+@contextlib.contextmanager
+def _quiet_workers() -> Iterator[None]:
+    """Start a LocalCluster's worker processes with Dask's own logging at "critical".
+
+    Their stderr is the terminal's. On Ctrl+C the scheduler closes while workers still send
+    heartbeats, and a worker then logs "Failed to communicate with scheduler during
+    heartbeat" at ERROR with a traceback, after the one-line message (seen under load on
+    2 cores). What a worker does wrong reaches the batch as the task's own failed row;
+    Dask's messages about it only repeat that. Silencing workers at close instead
+    (``silence_logs``) ends when the worker closes, before that heartbeat. A spawned process
+    reads its logging level from its environment when it imports ``distributed``, so the
+    variable is set while the cluster starts, then removed. A value the user set is kept.
+    """
+    if QUIET_WORKERS_ENV in os.environ:
+        yield
+        return
+    os.environ[QUIET_WORKERS_ENV] = "critical"
+    try:
+        yield
+    finally:
+        os.environ.pop(QUIET_WORKERS_ENV, None)
 
 
 @contextlib.contextmanager

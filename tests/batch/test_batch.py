@@ -608,7 +608,10 @@ def test_ctrl_c_exits_130_without_a_traceback_on_every_executor(tmp_path, execut
             proc.wait()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert err.strip().splitlines()[-1].startswith("segapp batch: interrupted")
+    # one line: no worker's log either (a LocalCluster's workers printed Dask's warnings
+    # about the cancelled tasks, and under load a heartbeat error with its traceback)
+    [line] = err.strip().splitlines()
+    assert line.startswith("segapp batch: interrupted")
     read_report(out)          # written after the interrupt (the rows the client had received)
 
 

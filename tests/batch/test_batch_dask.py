@@ -107,6 +107,25 @@ def test_local_scheduler_option_starts_its_own_cluster(tmp_path, capsys):
         assert len(flags) == 2 and not any(flags.values())   # no 10 ms stack sampling
 
 
+def _distributed_log_level() -> int:
+    import logging
+    return logging.getLogger("distributed.worker").getEffectiveLevel()
+
+
+def test_local_cluster_workers_log_nothing_below_critical():
+    """A worker's heartbeat error at Ctrl+C (a traceback after the one-line message) stays
+    off the terminal; the user's process keeps its environment and its own logging."""
+    import logging
+
+    from segapp.batch.executors import QUIET_WORKERS_ENV
+    before = logging.getLogger("distributed.worker").getEffectiveLevel()
+    with DaskExecutor(None, workers=1) as ex:
+        levels = ex.client.run(_distributed_log_level)
+        assert list(levels.values()) == [logging.CRITICAL]
+    assert QUIET_WORKERS_ENV not in os.environ
+    assert logging.getLogger("distributed.worker").getEffectiveLevel() == before
+
+
 def test_unreachable_scheduler_is_a_one_line_error(tmp_path, capsys):
     import socket
     with socket.socket() as s:   # a port nobody listens on
