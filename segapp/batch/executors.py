@@ -356,10 +356,11 @@ def _quiet_workers() -> Iterator[None]:
     heartbeats, and a worker then logs "Failed to communicate with scheduler during
     heartbeat" at ERROR with a traceback, after the one-line message (seen under load on
     2 cores). What a worker does wrong reaches the batch as the task's own failed row;
-    Dask's messages about it only repeat that. Silencing workers at close instead
-    (``silence_logs``) ends when the worker closes, before that heartbeat. A spawned process
-    reads its logging level from its environment when it imports ``distributed``, so the
-    variable is set while the cluster starts, then removed. A value the user set is kept.
+    Dask's messages about it only repeat that. LocalCluster's ``silence_logs`` sets the
+    level of the log handlers for the life of the ``Worker`` object (it is undone at the end
+    of its ``close``); the logger's level from the environment holds for the whole worker
+    process. A spawned process reads it when it imports ``distributed``, so the variable is
+    set while the cluster starts, then removed. A value the user set is kept.
     """
     if QUIET_WORKERS_ENV in os.environ:
         yield
