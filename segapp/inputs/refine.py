@@ -52,7 +52,7 @@ from ..graphs.image import (TV_ITERATIONS, TV_MIN_WEIGHT, _offset_slices, grid_o
 from ..graphs.masked_tv import masked_tv
 from ..result import Segmentation
 from ..solve.band import BandSolver, two_core_cut
-from .resolution import bilinear_at, cell_index, nearest
+from .resolution import bilinear_at, cell_index, nearest, small_pages
 from .rounding_rule import RoundingRule
 
 #: Methods whose embedding is harmonic on the unpainted pixels (module docstring).
@@ -296,7 +296,7 @@ def band_features(image: np.ndarray, color: bool, denoise: float, cells: np.ndar
     if rows is None:
         out = np.array(feats, dtype=np.float32, copy=True)
     else:
-        out = np.empty(feats.shape, np.float32)    # pages untouched until written
+        out = small_pages(feats.shape, np.float32)   # pages untouched until written
         out[rows] = feats[rows]
     out.reshape(H * W, -1)[domain] = masked_tv(feats, domain, lam, max_iter=TV_ITERATIONS,
                                                cancel=cancel)

@@ -220,3 +220,42 @@ def test_enlarged_labels_are_made_when_read_as_a_loop_makes_them(h, w, fy, fx, d
     np.testing.assert_array_equal(seg.labels, expected)
     assert seg.labels_made and seg.labels.dtype == np.int32
     assert seg.working_labels is small
+
+
+def _mapping_of(a: np.ndarray) -> tuple[set[str], int]:
+    """(VmFlags, Rss in kB) of the memory map holding ``a``'s data, from /proc/self/smaps."""
+    addr = a.__array_interface__["data"][0]
+    lines = open("/proc/self/smaps").read().splitlines()
+    for i, line in enumerate(lines):
+        head = line.split()[0] if line else ""
+        if "-" in head and not line[0].isupper():
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            if lo <= addr < hi:
+                fields = dict(m.split(":", 1) for m in lines[i + 1:i + 30] if ":" in m)
+                return set(fields["VmFlags"].split()), int(fields["Rss"].split()[0])
+    raise AssertionError("no mapping holds the array")
+
+
+def test_large_arrays_written_in_part_take_small_pages():
+    """The refinement's full-size arrays come in 4 KiB pages, never transparent huge pages:
+    written on every fifth row (σ's statistic rows), a 72 MB feature array holds about a
+    fifth of its size, not all of it (with huge pages each row's write brings in 2 MiB)."""
+    import mmap
+    import os
+
+    from segapp.inputs.resolution import SMALL_PAGES_BYTES, nearest, small_pages
+    a = small_pages((2000, 3000, 3), np.float32)
+    assert a.shape == (2000, 3000, 3) and a.dtype == np.float32 and a.flags.writeable
+    a[::5] = 1.0
+    assert a[::5].all() and not a[1::5].any()
+    if hasattr(mmap, "MADV_NOHUGEPAGE") and os.path.exists("/proc/self/smaps"):
+        flags, rss = _mapping_of(a)
+        assert "nh" in flags                        # MADV_NOHUGEPAGE
+        assert rss < 0.3 * a.nbytes / 1024
+    small = small_pages((10, 10), np.int64)         # below SMALL_PAGES_BYTES: np.empty
+    assert small.nbytes < SMALL_PAGES_BYTES and small.flags.owndata
+    # nearest builds its (large) output there and fills it whole
+    labels = np.arange(12, dtype=np.int32).reshape(3, 4)
+    up = nearest(labels, (3000, 2000))
+    assert up.flags.writeable and up[0, 0] == 0 and up[-1, -1] == 11
+    assert np.array_equal(up[::1000, ::500], labels)
